@@ -1,0 +1,58 @@
+# The lab's entry points; each target calls python3 -m lab.molab <command>.
+# Variables: KSRC=/path (existing 6.12 tree), FLAVOUR=debug|perf,
+# VARIANT=patched|vanilla, SUITES=a,b, ACCEL=single|multi|kvm|auto, SMP=n,
+# RESET=1 (make tree), ARGS=... (make boot), V=1 (echo the guest console).
+
+PYTHON ?= python3
+MOLAB := $(PYTHON) -m lab.molab
+
+opt = $(if $(strip $($(1))),$(2) '$(strip $($(1)))')
+KOPTS = $(call opt,KSRC,--ksrc) $(call opt,FLAVOUR,--flavour)
+VOPTS = $(call opt,VARIANT,--variant)
+BOPTS = $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) $(if $(V),--verbose)
+
+.PHONY: help tree export kernel initramfs boot test check bench unit
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make tree [RESET=1]     kernel git tree build/linux (+ build/vanilla worktree)"
+	@echo "make export             write the tree's base..series into series/"
+	@echo "make kernel             build VARIANT (patched) FLAVOUR (debug) into build/out/"
+	@echo "make initramfs          pack the guest for that kernel"
+	@echo "make boot SUITES=a,b    boot it in QEMU and run suites"
+	@echo "make test               setup, unit tests, build, boot, run all suites"
+	@echo "make check              checkpatch + W=1 build of the touched code"
+	@echo "make unit               host unit tests of the lab only"
+	@echo "make bench              benchmarks (not implemented yet)"
+
+tree:
+	$(MOLAB) tree $(call opt,KSRC,--ksrc) $(if $(filter 1 yes y,$(RESET)),--reset)
+
+export:
+	$(MOLAB) export $(call opt,KSRC,--ksrc)
+
+kernel:
+	$(MOLAB) kernel $(VOPTS) $(KOPTS)
+
+initramfs:
+	$(MOLAB) initramfs $(VOPTS) $(KOPTS)
+
+boot:
+	$(MOLAB) boot $(VOPTS) $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,ARGS,--args)
+
+test:
+	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites)
+
+check:
+	$(MOLAB) check $(KOPTS)
+
+unit:
+	$(PYTHON) -m pytest -q lab/tests
+
+bench:
+	$(MOLAB) bench
+
+# Unknown targets: one line, exit 2, like the CLI.
+Makefile: ;
+%:
+	@echo "molab: error: unknown make target '$@'; run 'make help'" >&2; exit 2

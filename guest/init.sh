@@ -1,0 +1,101 @@
+#!/bin/sh
+# /init of the lab's initramfs (busybox sh). Runs the suites named on the
+# kernel command line and frames their output for the lab (lab/molab/console.py):
+#
+#   mo.run=a,b,c     suites to run, in order
+#   mo.args=ARGS     arguments for every suite (quote with "..." for spaces)
+#   mo.shell=1       start a shell on the console instead of powering off
+#
+#   @@MO-BEGIN <suite>  ... TAP ...  @@MO-END <suite> rc=<exit code> t=<secs>
+#   @@MO-FILE-BEGIN <name> ... base64 ... @@MO-FILE-END <name> size=.. sha256=..
+#   @@MO-DONE
+#
+# A suite is /opt/mo/suites/<name> or /opt/mo/<name>. It gets MO_OUTDIR, a
+# fresh directory: every file left there is sent back as <suite>/<file>.
+# "kunit" is built in: the lab reads the KTAP the kernel printed during boot.
+
+export PATH=/opt/mo/bin:/bin:/sbin:/usr/bin:/usr/sbin
+export HOME=/root
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mkdir -p /dev/shm /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm 2>/dev/null
+[ -d /sys/fs/cgroup ] && mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+hostname mo-guest
+
+# The value of a kernel command line parameter: name="a b" or name=a.
+param() {
+	sed -n "s/^.* $1=\"\([^\"]*\)\".*\$/\1/p; t; s/^.* $1=\([^ ]*\).*\$/\1/p" <<EOF
+ $(cat /proc/cmdline)
+EOF
+}
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# Seconds elapsed since $1 (a /proc/uptime value), with two decimals.
+elapsed() {
+	awk -v a="$1" -v b="$(uptime_s)" 'BEGIN { printf "%.2f", b - a }'
+}
+
+sendfile() {	# sendfile FILE NAME
+	echo "@@MO-FILE-BEGIN $2"
+	base64 "$1"
+	echo "@@MO-FILE-END $2 size=$(wc -c < "$1") sha256=$(sha256sum "$1" | cut -d' ' -f1)"
+}
+
+MO_RUN=$(param 'mo\.run')
+MO_ARGS=$(param 'mo\.args')
+MO_SHELL=$(param 'mo\.shell')
+export MO_ARGS
+
+echo "molab guest: kernel $(uname -r), $(nproc) cpus, nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ' ')"
+echo "molab guest: suites '$MO_RUN' args '$MO_ARGS'"
+
+for suite in $(echo "$MO_RUN" | tr ',' ' '); do
+	case "$suite" in
+	kunit) continue ;;	# read from the boot log by the lab
+	esac
+	prog=
+	if [ -x "/opt/mo/suites/$suite" ]; then
+		prog="/opt/mo/suites/$suite"
+	elif [ -x "/opt/mo/$suite" ]; then
+		prog="/opt/mo/$suite"
+	fi
+	echo "@@MO-BEGIN $suite"
+	if [ -z "$prog" ]; then
+		echo "@@MO-END $suite rc=127 missing"
+		continue
+	fi
+	MO_OUTDIR="/tmp/mo-out/$suite"
+	mkdir -p "$MO_OUTDIR"
+	export MO_OUTDIR MO_SUITE="$suite"
+	t0=$(uptime_s)
+	# shellcheck disable=SC2086 # MO_ARGS is split into words on purpose
+	(cd /tmp && exec "$prog" $MO_ARGS) < /dev/null 2>&1
+	rc=$?
+	t=$(elapsed "$t0")
+	for f in "$MO_OUTDIR"/*; do
+		[ -f "$f" ] && sendfile "$f" "$suite/${f##*/}"
+	done
+	echo "@@MO-END $suite rc=$rc t=$t"
+done
+
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	echo "@@MO-BEGIN kmemleak"
+	echo scan > /sys/kernel/debug/kmemleak
+	sleep 6
+	echo scan > /sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak
+	echo "@@MO-END kmemleak rc=0"
+fi
+
+echo "@@MO-DONE"
+if [ "$MO_SHELL" = 1 ]; then
+	setsid cttyhack sh
+fi
+sync
+poweroff -f

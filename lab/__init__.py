@@ -1,0 +1,1 @@
+"""The migrate-offload lab: build, boot and test the kernel series (see lab/molab)."""

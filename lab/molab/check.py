@@ -1,0 +1,129 @@
+"""'make check': checkpatch on every patch, then a W=1 build of what the series touches."""
+
+import re
+import subprocess
+from pathlib import Path
+
+from . import kernel, tree
+from .errors import LabError
+from .util import locked, rel, say
+
+
+def checkpatch(src, patches):
+    """Run checkpatch.pl --strict on each patch; returns a list of problem lines."""
+    script = Path(src) / "scripts/checkpatch.pl"
+    if not script.exists():
+        raise LabError(f"{script} not found", "check the kernel tree (KSRC)")
+    problems = []
+    for p in patches:
+        r = subprocess.run(["perl", str(script), "--strict", "-q", "--color=never", str(p)],
+                           cwd=src, capture_output=True, text=True)
+        lines = (r.stdout + r.stderr).splitlines()
+        hits = [l for l in lines if re.match(r"^(ERROR|WARNING|CHECK):", l)]
+        if hits or r.returncode != 0:
+            say(f"  checkpatch {p.name}: {len(hits)} problem(s)")
+            for l in lines[:60]:
+                say(f"    | {l}")
+            if not hits:
+                hits = [f"checkpatch exited {r.returncode}"]
+            problems += [f"{p.name}: {h}" for h in hits]
+        else:
+            say(f"  checkpatch {p.name}: clean")
+    return problems
+
+
+def changed_lines(src, rev_range="base..series"):
+    """{file: set of line numbers added or changed by the series} (new side)."""
+    r = subprocess.run(["git", "-C", str(src), "diff", "-U0", "--no-color", rev_range],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise LabError(f"git diff {rev_range} failed in {src}", "make tree first")
+    out = {}
+    cur = None
+    for line in r.stdout.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:]
+            cur = path[2:] if path.startswith("b/") else None
+            if cur:
+                out.setdefault(cur, set())
+        elif line.startswith("@@") and cur:
+            m = re.search(r"\+(\d+)(?:,(\d+))?", line)
+            if m:
+                start, count = int(m.group(1)), int(m.group(2) or 1)
+                out[cur].update(range(start, start + count))
+    return out
+
+
+def touched_dirs(files):
+    """Directories to build with W=1: each directory holding a touched .c file."""
+    dirs = sorted({str(Path(f).parent) for f in files if f.endswith(".c")})
+    return [d for d in dirs if d != "."]
+
+
+_WARN = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? warning: (?P<msg>.*)$")
+
+
+def new_warnings(log_text, changed, srcroot):
+    """Compiler warnings that point at lines the series added, as (file, line, text)."""
+    out = []
+    seen = set()
+    srcroot = str(srcroot).rstrip("/") + "/"
+    for line in log_text.splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*[mK]", "", line)
+        m = _WARN.match(line)
+        if not m:
+            continue
+        f = m.group("file")
+        if f.startswith(srcroot):
+            f = f[len(srcroot):]
+        while f.startswith("./"):
+            f = f[2:]
+        n = int(m.group("line"))
+        if f in changed and n in changed[f] and (f, n, m.group("msg")) not in seen:
+            seen.add((f, n, m.group("msg")))
+            out.append((f, n, line.strip()))
+    return out
+
+
+def run_check(ksrc=None, flavour="debug"):
+    src = tree.check_ksrc(ksrc) if ksrc else tree.DEFAULT_TREE
+    if not (src / ".git").exists():
+        raise LabError(f"{rel(src)} is not a git tree", "run 'make tree' first")
+    patches = tree.series_patches()
+    problems = []
+    say(f"== checkpatch ({len(patches)} patch(es) in series/series)")
+    if patches:
+        problems += checkpatch(src, patches)
+    else:
+        say("  no patches listed in series/series")
+    changed = changed_lines(src)
+    dirs = touched_dirs(changed)
+    say(f"== W=1 build of {', '.join(d + '/' for d in dirs) or 'nothing (no .c files touched)'}")
+    if dirs:
+        out = kernel.out_dir("patched", flavour)
+        if not (out / ".config").exists():
+            kernel.configure("patched", flavour, src, out)
+        log = out / "molab-check.log"
+        env = kernel._env()
+        cmd = locked(["make", "-C", str(src), f"O={out}", "CC=ccache gcc", "W=1",
+                      f"-j{kernel.nproc()}", *[d + "/" for d in dirs]])
+        rc = kernel._run_logged(cmd, log, env, mode="w")
+        text = Path(log).read_text(errors="replace")
+        if rc != 0:
+            cause, excerpt = kernel.build_failure(log)
+            for l in excerpt:
+                say(f"    | {l}")
+            problems.append(f"W=1 build failed: {cause}")
+        warns = new_warnings(text, changed, src)
+        for f, n, l in warns:
+            say(f"    | {l}")
+        problems += [f"W=1 warning at {f}:{n}" for f, n, _ in warns]
+        if not warns and rc == 0:
+            say(f"  no warnings on lines the series touches (log {rel(log)})")
+    if problems:
+        say(f"check: {len(problems)} problem(s)")
+        for p in problems[:30]:
+            say(f"  {p}")
+        return False
+    say("check: clean")
+    return True

@@ -1,0 +1,254 @@
+"""Command line of the lab: python3 -m lab.molab <command> [options]."""
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import check, initramfs, kernel, qemu, tree
+from .errors import LabError
+from .util import FLAVOURS, ROOT, VARIANTS, Timer, fmt_secs, rel, say, warn
+
+EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one LabError line."""
+
+    def error(self, message):
+        raise LabError(message, f"see 'python3 -m lab.molab {self._cmd_hint()}--help'")
+
+    def _cmd_hint(self):
+        parts = self.prog.split()
+        return f"{parts[-1]} " if len(parts) > 3 else ""
+
+
+def _ksrc_default():
+    return os.environ.get("KSRC") or None
+
+
+def _add_kernel_opts(p, variant=True):
+    if variant:
+        p.add_argument("--variant", choices=VARIANTS, default="patched",
+                       help="patched (build/linux) or vanilla (build/vanilla at tag base)")
+    p.add_argument("--flavour", choices=FLAVOURS, default=os.environ.get("FLAVOUR") or "debug",
+                   help="debug (lockdep, kmemleak, KUnit) or perf (-O2, no debug)")
+    p.add_argument("--ksrc", default=_ksrc_default(),
+                   help="use this kernel tree instead of build/linux (env KSRC)")
+
+
+def _add_boot_opts(p):
+    p.add_argument("--out", help="kernel build dir to boot (default build/out/<variant>-<flavour>)")
+    p.add_argument("--kernel", help="bzImage to boot (overrides --out)")
+    p.add_argument("--initrd", help="initramfs to boot (overrides --out)")
+    p.add_argument("--accel", choices=qemu.ACCELS, default=os.environ.get("ACCEL") or "single",
+                   help="single/multi-threaded TCG, kvm (probed first) or auto")
+    p.add_argument("--smp", type=int, default=int(os.environ.get("SMP") or 2),
+                   help="guest CPUs, alternating between node0 and node1 (default 2)")
+    p.add_argument("--timeout", type=float, default=2400, help="kill the guest after this many seconds")
+    p.add_argument("--idle-timeout", type=float, default=300,
+                   help="kill the guest after this many seconds without console output")
+    p.add_argument("--append", action="append", default=[], help="extra kernel command line words")
+    p.add_argument("-v", "--verbose", action="store_true", help="echo the whole console")
+    p.add_argument("--label", help="results dir name prefix")
+
+
+def build_parser():
+    p = Parser(prog="python3 -m lab.molab",
+               description="The migrate-offload lab: build, boot and test the kernel series.")
+    sub = p.add_subparsers(dest="cmd", metavar="<command>", parser_class=Parser)
+
+    s = sub.add_parser("tree", help="create/check the kernel git tree (build/linux)")
+    s.add_argument("--ksrc", default=_ksrc_default(), help="use an existing 6.12 tree")
+    s.add_argument("--reset", action="store_true",
+                   help="re-apply series/ onto base (refused if the tree is dirty)")
+
+    s = sub.add_parser("export", help="write base..series of the tree into series/")
+    s.add_argument("--ksrc", default=_ksrc_default(), help="export from this tree")
+
+    s = sub.add_parser("kernel", help="configure and build one kernel")
+    _add_kernel_opts(s)
+    s.add_argument("--config-only", action="store_true", help="configure, do not build")
+
+    s = sub.add_parser("initramfs", help="build <out>/initramfs.cpio.gz")
+    _add_kernel_opts(s)
+    s.add_argument("--out", help="kernel build dir (default build/out/<variant>-<flavour>)")
+    s.add_argument("--no-guest", action="store_true", help="do not run make -C guest")
+
+    for name, helptext in (("boot", "boot a kernel and run suites (--suites)"),
+                           ("run", "boot a kernel and run one suite with arguments")):
+        s = sub.add_parser(name, help=helptext)
+        _add_kernel_opts(s)
+        _add_boot_opts(s)
+        if name == "boot":
+            s.add_argument("--suites", default=os.environ.get("SUITES") or "",
+                           help="comma-separated suites (kunit, migration, guest suites)")
+            s.add_argument("--args", default="", help="mo.args passed to every suite")
+        else:
+            s.add_argument("suite", help="suite to run")
+            s.add_argument("suite_args", nargs=argparse.REMAINDER, help="its arguments")
+
+    s = sub.add_parser("test", help="setup, unit tests, tree, build, initramfs, boot + suites")
+    _add_kernel_opts(s, variant=False)
+    _add_boot_opts(s)
+    s.add_argument("--suites", default=os.environ.get("SUITES") or "",
+                   help="restrict to these suites (default kunit,migration,<guest suites>)")
+    s.add_argument("--skip-setup", action="store_true", help="do not run lab/setup.sh")
+    s.add_argument("--skip-unit", action="store_true", help="do not run the host unit tests")
+
+    s = sub.add_parser("check", help="checkpatch + W=1 build of the touched directories")
+    _add_kernel_opts(s, variant=False)
+
+    sub.add_parser("bench", help="benchmarks (not implemented yet)")
+    return p
+
+
+# --- commands -------------------------------------------------------------
+
+def cmd_tree(a):
+    tree.ensure_tree(a.ksrc, reset=a.reset)
+    return EXIT_OK
+
+
+def cmd_export(a):
+    tree.export(a.ksrc)
+    return EXIT_OK
+
+
+def cmd_kernel(a):
+    kernel.ensure(a.variant, a.flavour, a.ksrc, do_build=not a.config_only)
+    return EXIT_OK
+
+
+def _load_build(a):
+    if getattr(a, "out", None):
+        out = Path(a.out)
+        if not out.is_dir():
+            raise LabError(f"build dir {a.out} does not exist", "build the kernel first")
+        return kernel.KernelBuild.load(out)
+    out = kernel.out_dir(a.variant, a.flavour)
+    if not out.is_dir():
+        raise LabError(f"{rel(out)} does not exist",
+                       f"build it: python3 -m lab.molab kernel --variant {a.variant} "
+                       f"--flavour {a.flavour}")
+    src = tree.source_for(a.variant, a.ksrc) if a.ksrc else None
+    return kernel.KernelBuild.load(out, a.variant, a.flavour, src=src)
+
+
+def cmd_initramfs(a):
+    kb = _load_build(a)
+    initramfs.build(kb, with_guest=not a.no_guest)
+    return EXIT_OK
+
+
+def _boot_spec(a, kb, suites, args, label):
+    kern = Path(a.kernel) if a.kernel else kb.bzimage
+    initrd = Path(a.initrd) if a.initrd else kb.initramfs
+    return qemu.BootSpec(kernel=kern, initrd=initrd, suites=suites, args=args, accel=a.accel,
+                         smp=a.smp, timeout=a.timeout, idle_timeout=a.idle_timeout,
+                         cmdline_extra=list(a.append), label=a.label or label,
+                         echo="all" if a.verbose else "markers")
+
+
+def _suites(text):
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def cmd_boot(a):
+    kb = _load_build(a) if not (a.kernel and a.initrd) else None
+    if a.cmd == "boot":
+        suites, args = _suites(a.suites), a.args
+    else:
+        suites, args = [a.suite], " ".join(a.suite_args)
+    res = qemu.boot(_boot_spec(a, kb, suites, args, a.cmd))
+    qemu.print_summary(res)
+    say(f"boot: {fmt_secs(res.seconds)}")
+    return EXIT_OK if res.ok else EXIT_FAIL
+
+
+def cmd_test(a):
+    timer = Timer()
+    setup = ROOT / "lab/setup.sh"
+    if not a.skip_setup:
+        with timer.step("setup"):
+            say("== setup (lab/setup.sh)")
+            if os.geteuid() != 0:
+                warn("not root: skipping lab/setup.sh (packages must already be installed)")
+            else:
+                r = subprocess.run(["sh", str(setup)], stdin=subprocess.DEVNULL)
+                if r.returncode != 0:
+                    raise LabError(f"lab/setup.sh failed (exit {r.returncode})",
+                                   "see its output above")
+    if not a.skip_unit:
+        with timer.step("unit"):
+            say("== host unit tests (python3 -m pytest -q lab/tests)")
+            r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                "lab/tests"], cwd=ROOT, stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                say("FAIL  host-unit-tests  python3 -m pytest -q lab/tests failed")
+                say("0 passed, 1 failed")
+                return EXIT_FAIL
+    with timer.step("tree"):
+        say("== tree")
+        tree.ensure_tree(a.ksrc)
+    with timer.step("build"):
+        say(f"== kernel patched-{a.flavour}")
+        kb = kernel.ensure("patched", a.flavour, a.ksrc)
+    with timer.step("initramfs"):
+        say("== initramfs")
+        initramfs.build(kb)
+    suites = _suites(a.suites) or ["kunit", "migration", *initramfs.guest_suites(kb)]
+    with timer.step("boot+tests"):
+        say("== boot + tests")
+        res = qemu.boot(_boot_spec(a, kb, suites, "", a.label or "test"))
+    say("== results")
+    lines = res.summary.lines()
+    for line in lines[:-1]:
+        say(line)
+    say(f"console log: {rel(res.console_log)}")
+    say(f"timings: {timer.report()}")
+    say(lines[-1])
+    return EXIT_OK if res.ok else EXIT_FAIL
+
+
+def cmd_check(a):
+    return EXIT_OK if check.run_check(a.ksrc, a.flavour) else EXIT_FAIL
+
+
+def cmd_bench(a):
+    raise LabError("bench is not implemented yet",
+                   "a later issue fills it in (API: lab/molab/qemu.py boot(), kernel.ensure())")
+
+
+COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,
+            "initramfs": cmd_initramfs, "boot": cmd_boot, "run": cmd_boot, "test": cmd_test,
+            "check": cmd_check, "bench": cmd_bench}
+
+
+def main(argv=None):
+    try:
+        a = build_parser().parse_args(argv)
+        if not a.cmd:
+            raise LabError("no command given", "see 'python3 -m lab.molab --help'")
+        return COMMANDS[a.cmd](a)
+    except LabError as e:
+        print(e.line(), file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("molab: error: interrupted; run the command again", file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as e:   # --help
+        return e.code if isinstance(e.code, int) else EXIT_ERROR
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback
+        where = ""
+        tb = e.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
+        print(f"molab: error: internal error {type(e).__name__}: {e}{where}; "
+              f"please report it (rerun with MOLAB_DEBUG=1 for a traceback)", file=sys.stderr)
+        if os.environ.get("MOLAB_DEBUG"):
+            raise
+        return EXIT_ERROR

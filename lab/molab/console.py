@@ -1,0 +1,331 @@
+"""Scanning a guest's serial console: failures, suite blocks, transferred files.
+
+The guest (guest/init.sh) frames its output with markers:
+
+    @@MO-BEGIN <suite>
+    ... TAP / KTAP ...
+    @@MO-END <suite> rc=<exit code> [note] [t=<seconds>]
+    @@MO-FILE-BEGIN <name>
+    ... base64 ...
+    @@MO-FILE-END <name> [size=<bytes>] [sha256=<hex>]
+    @@MO-DONE
+
+Kernel messages carry printk timestamps (``[    1.234567] ``) and may land in
+the middle of a line the guest is writing; the scanner splits such lines into
+the guest's text and the kernel's message.
+
+Failure detection looks at kernel messages only (once the kernel has printed
+a timestamped line), so a test that prints "WARNING:" itself does not fail the
+run, plus the kmemleak report the guest cats at the end.
+"""
+
+import base64
+import binascii
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+TS_RE = re.compile(r"\[\s*\d+\.\d+\](?:\[\s*[TC]\d+\])? ?")
+MARKER_RE = re.compile(r"@@MO-(FILE-BEGIN|FILE-END|BEGIN|END|DONE)\b[ \t]*(.*)$")
+
+# The known QEMU fault: an int3 trap on text being patched under multi-threaded
+# TCG. Only the oops line itself, nothing around it.
+INT3_RE = re.compile(r"\bOops: int3\b")
+
+# (kind, pattern) in priority order: the first that matches names the line.
+FAILURE_PATTERNS = [
+    ("kasan", re.compile(r"BUG: KASAN:")),
+    ("kernel-bug", re.compile(r"kernel BUG at")),
+    ("soft-lockup", re.compile(r"soft lockup")),
+    ("hard-lockup", re.compile(r"hard LOCKUP")),
+    ("bug", re.compile(r"\bBUG:")),
+    ("oops", re.compile(r"\bOops:|\bgeneral protection fault\b")),
+    ("lockdep", re.compile(r"possible circular locking dependency detected"
+                           r"|inconsistent lock state|possible recursive locking detected"
+                           r"|suspicious RCU usage")),
+    ("warning", re.compile(r"\bWARNING:")),
+    ("ubsan", re.compile(r"\bUBSAN:")),
+    ("kmemleak", re.compile(r"unreferenced object 0x[0-9a-f]+"
+                            r"|kmemleak: \d+ new suspected memory leaks")),
+    ("hung-task", re.compile(r"blocked for more than \d+ seconds")),
+    ("rcu-stall", re.compile(r"rcu: INFO: rcu_\w+ self-detected stall"
+                             r"|rcu: INFO: rcu_\w+ detected stalls"
+                             r"|rcu_\w+ detected stalls on CPUs")),
+    ("panic", re.compile(r"Kernel panic")),
+]
+
+STATUS_OK = "OK"
+STATUS_FAIL = "FAIL"
+STATUS_EMULATOR = "EMULATOR-FAULT"
+
+
+def classify(kernel_text, accel="single"):
+    """Failure kind of one kernel message, or None.
+
+    ``accel`` is the QEMU mode: "multi" (multi-threaded TCG) turns an int3
+    oops into "emulator-fault"; anywhere else it is an ordinary "oops".
+    """
+    if INT3_RE.search(kernel_text):
+        return "emulator-fault" if accel == "multi" else "oops"
+    for kind, pat in FAILURE_PATTERNS:
+        if pat.search(kernel_text):
+            return kind
+    return None
+
+
+def split_kernel(line):
+    """Split a console line into (guest text, [kernel messages])."""
+    m = TS_RE.search(line)
+    if not m:
+        return line, []
+    guest = line[:m.start()]
+    rest = line[m.start():]
+    msgs = []
+    # A line may hold several kernel messages only if newlines were lost;
+    # treat everything after the first timestamp as kernel text.
+    for part in TS_RE.split(rest):
+        if part or msgs:
+            msgs.append(part)
+    if not msgs:
+        msgs = [""]
+    return guest, msgs
+
+
+@dataclass
+class Finding:
+    kind: str
+    line_no: int
+    text: str
+
+    def describe(self):
+        return f"{self.text.strip()} (console line {self.line_no})"
+
+
+@dataclass
+class Block:
+    """One suite's output between @@MO-BEGIN and @@MO-END."""
+    name: str
+    start_line: int
+    lines: list = field(default_factory=list)         # guest output
+    kernel_lines: list = field(default_factory=list)  # kernel messages meanwhile
+    rc: int | None = None
+    note: str = ""
+    seconds: float | None = None
+    ended: bool = False
+    end_line: int | None = None
+
+
+@dataclass
+class FileXfer:
+    name: str
+    start_line: int
+    chunks: list = field(default_factory=list)
+    data: bytes | None = None
+    error: str | None = None
+    ended: bool = False
+
+
+@dataclass
+class ConsoleReport:
+    findings: list
+    blocks: list
+    files: list
+    done: bool
+    boot_lines: list       # every line (timestamps kept) before the first @@MO-BEGIN
+    line_count: int
+    accel: str
+    protocol_errors: list
+
+    @property
+    def status(self):
+        if not self.findings:
+            return STATUS_OK
+        return STATUS_EMULATOR if self.findings[0].kind == "emulator-fault" else STATUS_FAIL
+
+    @property
+    def first(self):
+        return self.findings[0] if self.findings else None
+
+    def block(self, name):
+        """The last block of that suite name, or None."""
+        for b in reversed(self.blocks):
+            if b.name == name:
+                return b
+        return None
+
+
+def safe_name(name):
+    """A transferred file name made safe to use below the results dir."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    clean = "/".join(re.sub(r"[^A-Za-z0-9._+-]", "_", p) for p in parts)
+    return clean or "unnamed"
+
+
+_B64_JUNK = re.compile(r"[^A-Za-z0-9+/=]")
+
+
+def decode_file(xfer, size=None, sha256=None):
+    """Decode a FileXfer's base64 chunks; sets .data or .error."""
+    raw = _B64_JUNK.sub("", "".join(xfer.chunks))
+    try:
+        data = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=False)
+    except (binascii.Error, ValueError) as e:
+        xfer.error = f"bad base64: {e}"
+        return xfer
+    if size is not None and len(data) != size:
+        xfer.error = f"size {len(data)} != announced {size} (console output lost?)"
+    elif sha256 is not None and hashlib.sha256(data).hexdigest() != sha256.lower():
+        xfer.error = "sha256 mismatch (console output corrupted?)"
+    xfer.data = data
+    return xfer
+
+
+class ConsoleScanner:
+    """Incremental console scanner: feed() lines as they arrive, then finish()."""
+
+    def __init__(self, accel="single"):
+        self.accel = accel
+        self.findings = []
+        self.blocks = []
+        self.files = []
+        self.done = False
+        self.boot_lines = []
+        self.protocol_errors = []
+        self.line_no = 0
+        self._ts_seen = False
+        self._block = None
+        self._file = None
+        self._begun = False
+
+    # -- events returned by feed(): list of (kind, payload) tuples
+    def feed(self, line):
+        self.line_no += 1
+        line = line.rstrip("\r\n").replace("\r", "")
+        events = []
+        guest, kmsgs = split_kernel(line)
+        if kmsgs:
+            self._ts_seen = True
+        elif not self._ts_seen:
+            # No timestamp seen yet (firmware, or a kernel without
+            # PRINTK_TIME): treat the line as possibly kernel text too.
+            kmsgs = [line] if not MARKER_RE.search(line) else []
+        m = MARKER_RE.search(guest)
+        if not self._begun and not (m and m.group(1) == "BEGIN"):
+            self.boot_lines.append(line)
+
+        found_here = False
+        for msg in kmsgs:
+            kind = classify(msg, self.accel)
+            if kind:
+                found_here = True
+                f = Finding(kind, self.line_no, msg.strip())
+                self.findings.append(f)
+                events.append(("finding", f))
+            if self._block is not None:
+                self._block.kernel_lines.append(msg)
+
+        if m:
+            events.extend(self._marker(m.group(1), m.group(2).strip(), guest[:m.start()]))
+        elif self._file is not None:
+            self._file.chunks.append(guest)
+        elif self._block is not None:
+            if guest or not kmsgs:
+                self._block.lines.append(guest)
+            if self._block.name == "kmemleak":
+                mm = re.search(r"unreferenced object 0x[0-9a-f]+.*", guest)
+                if mm and not found_here:
+                    f = Finding("kmemleak", self.line_no, mm.group(0).strip())
+                    self.findings.append(f)
+                    events.append(("finding", f))
+        return events
+
+    def _marker(self, kind, args, before):
+        events = []
+        words = args.split()
+        name = words[0] if words else ""
+        if kind == "BEGIN":
+            self._begun = True
+            if self._block is not None and not self._block.ended:
+                self.protocol_errors.append(
+                    f"line {self.line_no}: {name} began inside {self._block.name}")
+            self._block = Block(name=name, start_line=self.line_no)
+            if before.strip():
+                self._block.lines.append(before)
+            self.blocks.append(self._block)
+            events.append(("begin", self._block))
+        elif kind == "END":
+            blk = self._block
+            if blk is None or blk.name != name:
+                self.protocol_errors.append(f"line {self.line_no}: END {name} without BEGIN")
+                blk = Block(name=name, start_line=self.line_no)
+                self.blocks.append(blk)
+            if before.strip():
+                blk.lines.append(before)
+            notes = []
+            for w in words[1:]:
+                if w.startswith("rc="):
+                    try:
+                        blk.rc = int(w[3:])
+                    except ValueError:
+                        notes.append(w)
+                elif w.startswith("t="):
+                    try:
+                        blk.seconds = float(w[2:])
+                    except ValueError:
+                        notes.append(w)
+                else:
+                    notes.append(w)
+            blk.note = " ".join(notes)
+            blk.ended = True
+            blk.end_line = self.line_no
+            self._block = None
+            events.append(("end", blk))
+        elif kind == "FILE-BEGIN":
+            if self._file is not None:
+                self.protocol_errors.append(
+                    f"line {self.line_no}: file {name} began inside file {self._file.name}")
+            self._file = FileXfer(name=safe_name(name), start_line=self.line_no)
+            self.files.append(self._file)
+        elif kind == "FILE-END":
+            xf = self._file
+            if xf is None:
+                self.protocol_errors.append(f"line {self.line_no}: FILE-END {name} without BEGIN")
+            else:
+                if before:
+                    xf.chunks.append(before)
+                size = sha = None
+                for w in words[1:]:
+                    if w.startswith("size="):
+                        try:
+                            size = int(w[5:])
+                        except ValueError:
+                            pass
+                    elif w.startswith("sha256="):
+                        sha = w[7:]
+                decode_file(xf, size, sha)
+                xf.ended = True
+                self._file = None
+                events.append(("file", xf))
+        elif kind == "DONE":
+            self.done = True
+            events.append(("done", None))
+        return events
+
+    def finish(self):
+        if self._file is not None and not self._file.ended:
+            self._file.error = "transfer cut short (no @@MO-FILE-END)"
+        return ConsoleReport(findings=self.findings, blocks=self.blocks, files=self.files,
+                             done=self.done, boot_lines=self.boot_lines,
+                             line_count=self.line_no, accel=self.accel,
+                             protocol_errors=self.protocol_errors)
+
+
+def scan_lines(lines, accel="single"):
+    sc = ConsoleScanner(accel)
+    for line in lines:
+        sc.feed(line)
+    return sc.finish()
+
+
+def scan_text(text, accel="single"):
+    return scan_lines(text.splitlines(), accel)

@@ -1,0 +1,261 @@
+"""The kernel git tree: create it from Debian's linux-source, apply and export the series."""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .errors import LabError
+from .util import (DEFAULT_TREE, SERIES, VANILLA_TREE, git, read_makefile_version,
+                   rel, run, say, warn)
+
+TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+DEB_PACKAGE = "linux-source-6.12"
+BRANCH = "series"
+
+
+def check_ksrc(path):
+    """Validate a user-given kernel tree (KSRC); returns its resolved Path."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise LabError(f"KSRC={path} is not a directory",
+                       "point KSRC at a Linux 6.12 source tree or leave it unset to use build/linux")
+    ver = read_makefile_version(p)
+    if ver is None:
+        raise LabError(f"KSRC={path} has no kernel Makefile with VERSION/PATCHLEVEL",
+                       "point KSRC at the top of a Linux 6.12 source tree")
+    if ver[:2] != (6, 12):
+        raise LabError(f"KSRC={path} is Linux {ver[0]}.{ver[1]}.{ver[2]}, not 6.12",
+                       "the series is for Linux 6.12; use a 6.12 tree")
+    return p.resolve()
+
+
+def base_version(tree):
+    """The base version (e.g. 6.12.117): from a base-* tag, else the Makefile."""
+    tree = Path(tree)
+    if (tree / ".git").exists():
+        tags = git(tree, "tag", "--list", "base-*", check=False) or ""
+        for t in tags.splitlines():
+            if re.fullmatch(r"base-\d+\.\d+\.\d+", t.strip()):
+                return t.strip()[5:]
+    v = read_makefile_version(tree)
+    return ".".join(map(str, v)) if v else ""
+
+
+def series_patches():
+    """Patch paths listed in series/series (quilt style: comments and blanks ignored)."""
+    listing = SERIES / "series"
+    if not listing.exists():
+        return []
+    out = []
+    for line in listing.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = line.split()[0]
+        p = SERIES / name
+        if not p.exists():
+            raise LabError(f"series/series lists {name} but series/{name} does not exist",
+                           "run 'make export' or fix series/series")
+        out.append(p)
+    return out
+
+
+def _git_identity_env(tree):
+    env = {}
+    if not git(tree, "config", "user.name", check=False):
+        env.update(GIT_AUTHOR_NAME="molab", GIT_COMMITTER_NAME="molab")
+    if not git(tree, "config", "user.email", check=False):
+        env.update(GIT_AUTHOR_EMAIL="molab@localhost", GIT_COMMITTER_EMAIL="molab@localhost")
+    return env
+
+
+def deb_version():
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", DEB_PACKAGE],
+                             capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except FileNotFoundError:
+        return ""
+
+
+def create_tree(dest=DEFAULT_TREE):
+    """Unpack Debian's linux-source-6.12 into a new git tree with base tags."""
+    if not TARBALL.exists():
+        raise LabError(f"{TARBALL} not found", "install it with 'sudo sh lab/setup.sh'")
+    debver = deb_version()
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="linux-unpack.", dir=dest.parent))
+    try:
+        say(f"  unpacking {TARBALL} (Debian {debver or '?'})")
+        run(["tar", "-xf", TARBALL, "-C", tmp], what="tar -xf linux-source-6.12",
+            hint="check disk space in build/")
+        tops = [p for p in tmp.iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            raise LabError(f"{TARBALL} has {len(tops)} top-level directories, expected 1",
+                           "check the linux-source-6.12 package")
+        tops[0].rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ver = read_makefile_version(dest)
+    if ver is None or ver[:2] != (6, 12):
+        raise LabError(f"unpacked tree {rel(dest)} is not Linux 6.12", "check the linux-source-6.12 package")
+    version = ".".join(map(str, ver))
+    say(f"  git init {rel(dest)} (Linux {version})")
+    env = dict(os.environ)
+
+    def g(*args):
+        r = subprocess.run(["git", "-C", str(dest), *args], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise LabError(f"git {args[0]} in {rel(dest)} failed: "
+                           f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}",
+                           f"remove {rel(dest)} and run 'make tree' again")
+        return r.stdout
+    g("init", "-q", "-b", "master")
+    env.update(_git_identity_env(dest))
+    g("config", "core.autocrlf", "false")
+    g("config", "gc.auto", "0")
+    g("add", "-A", "-f")
+    msg = f"Linux {version}" + (f" (Debian {DEB_PACKAGE} {debver})" if debver else "")
+    g("commit", "-q", "--no-verify", "-m", msg)
+    # Debian's top-level .gitignore ignores everything but debian/; let new
+    # files be added normally from here on.
+    gi = dest / ".gitignore"
+    lines = gi.read_text().splitlines(keepends=True)
+    kept = [l for l in lines if l.strip() not in ("/*", "!/debian/")]
+    gi.write_text("".join(kept))
+    g("update-index", "--assume-unchanged", ".gitignore")
+    g("tag", "-a", f"base-{version}", "-m", msg)
+    g("tag", "base")
+    g("checkout", "-q", "-b", BRANCH)
+    return dest
+
+
+def am_series(tree, patches):
+    """git am --3way each patch onto the checked-out branch; clear error on failure."""
+    env = _git_identity_env(tree)
+    for p in patches:
+        r = subprocess.run(["git", "-C", str(tree), "am", "--3way", "-q", str(p)],
+                           capture_output=True, text=True, env={**os.environ, **env})
+        if r.returncode != 0:
+            out = (r.stdout + "\n" + r.stderr).splitlines()
+            subprocess.run(["git", "-C", str(tree), "am", "--abort"], capture_output=True)
+            raise LabError(f"patch {rel(p)} does not apply: {am_failure(out)}",
+                           "rebase the series (make tree RESET=1 after fixing the patch) "
+                           "or fix the patch")
+        say(f"  applied {p.name}")
+
+
+def am_failure(lines):
+    """The most useful line of a failed git am's output."""
+    pats = [r"^CONFLICT \(.*", r"^error: patch failed: .*", r"^error: .*: does not exist in index",
+            r"^error: .*: patch does not apply", r"^error: .*", r"^fatal: .*", r"^Patch failed at .*"]
+    for pat in pats:
+        for l in lines:
+            m = re.match(pat, l.strip())
+            if m:
+                return m.group(0)
+    nonempty = [l.strip() for l in lines if l.strip()]
+    return nonempty[-1] if nonempty else "git am failed"
+
+
+def is_dirty(tree):
+    return bool(git(tree, "status", "--porcelain", check=False))
+
+
+def ensure_vanilla(tree):
+    """The detached worktree build/vanilla at tag base (created if missing)."""
+    if VANILLA_TREE.exists():
+        return VANILLA_TREE
+    if not (Path(tree) / ".git").exists():
+        raise LabError(f"{tree} is not a git tree, cannot make the vanilla worktree",
+                       "use a git tree with a 'base' tag (make tree)")
+    if not git(tree, "rev-parse", "-q", "--verify", "base^{commit}", check=False):
+        raise LabError(f"{tree} has no 'base' tag", "tag the vanilla base commit as 'base'")
+    git(tree, "worktree", "prune", check=False)
+    git(tree, "worktree", "add", "--detach", str(VANILLA_TREE), "base",
+        what="git worktree add build/vanilla")
+    say(f"  vanilla worktree {rel(VANILLA_TREE)} at base")
+    return VANILLA_TREE
+
+
+def ensure_tree(ksrc=None, reset=False):
+    """Make sure the patched tree exists (see 'make tree'); returns its path."""
+    if ksrc:
+        t = check_ksrc(ksrc)
+        if reset:
+            raise LabError("RESET=1 only works on the lab's own build/linux",
+                           "re-apply the series in your KSRC tree yourself")
+        head = git(t, "log", "-1", "--format=%h %s", check=False) if (t / ".git").exists() else ""
+        say(f"  using KSRC={t}" + (f" at {head}" if head else " (not a git tree)"))
+        return t
+    t = DEFAULT_TREE
+    patches = series_patches()
+    if not t.exists():
+        create_tree(t)
+        am_series(t, patches)
+    else:
+        if not (t / ".git").exists():
+            raise LabError(f"{rel(t)} exists but is not a git tree",
+                           f"move it away and run 'make tree' again")
+        if reset:
+            if is_dirty(t):
+                raise LabError(f"{rel(t)} has uncommitted changes, refusing to reset",
+                               "commit or stash them (git -C build/linux status)")
+            if not git(t, "rev-parse", "-q", "--verify", "base^{commit}", check=False):
+                raise LabError(f"{rel(t)} has no 'base' tag", "recreate the tree: move it away and run 'make tree'")
+            cur = git(t, "rev-parse", "-q", "--verify", f"refs/heads/{BRANCH}", check=False)
+            if cur:
+                backup = f"{BRANCH}-before-reset-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
+                git(t, "branch", "-f", backup, cur)
+                say(f"  old {BRANCH} branch saved as {backup}")
+            git(t, "checkout", "-q", "-B", BRANCH, "base", what="git checkout -B series base")
+            am_series(t, patches)
+    ensure_vanilla(t)
+    head = git(t, "log", "-1", "--format=%h %s", check=False)
+    n = git(t, "rev-list", "--count", f"base..{BRANCH}", check=False)
+    say(f"  {rel(t)}: HEAD {head} ({n} patch(es) on base {base_version(t)})")
+    return t
+
+
+def source_for(variant, ksrc=None):
+    """Source tree for a variant: the patched tree, or the vanilla worktree."""
+    t = check_ksrc(ksrc) if ksrc else DEFAULT_TREE
+    if not t.exists():
+        raise LabError(f"kernel tree {rel(t)} does not exist", "run 'make tree' first")
+    if variant == "vanilla":
+        return ensure_vanilla(t)
+    return t
+
+
+def export(ksrc=None):
+    """Write base..series as series/NNNN-*.patch and series/series."""
+    t = check_ksrc(ksrc) if ksrc else DEFAULT_TREE
+    if not (t / ".git").exists():
+        raise LabError(f"{rel(t)} is not a git tree", "run 'make tree' first")
+    for ref in ("base", BRANCH):
+        if not git(t, "rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False):
+            raise LabError(f"{rel(t)} has no '{ref}' ref", "create the tree with 'make tree'")
+    SERIES.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="export.", dir=SERIES) as tmp:
+        run(["git", "-C", t, "-c", "core.abbrev=12", "-c", "diff.noprefix=false",
+             "-c", "diff.mnemonicPrefix=false", "-c", "diff.renames=true",
+             "-c", "format.signOff=false", "-c", "format.coverLetter=false",
+             "format-patch", "-q", "--no-signature", "--zero-commit", "--no-cover-letter",
+             "--no-thread", "--no-encode-email-headers",
+             "-o", tmp, f"base..{BRANCH}"],
+            what="git format-patch", capture=True)
+        new = sorted(Path(tmp).glob("*.patch"))
+        for old in SERIES.glob("*.patch"):
+            old.unlink()
+        for p in new:
+            shutil.move(str(p), SERIES / p.name)
+    (SERIES / "series").write_text("".join(f"{p.name}\n" for p in new))
+    say(f"  exported {len(new)} patch(es) to series/")
+    for p in new:
+        say(f"    {p.name}")
+    return [SERIES / p.name for p in new]

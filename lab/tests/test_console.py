@@ -1,0 +1,193 @@
+from pathlib import Path
+
+import pytest
+
+from lab.molab import console
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def scan(text, accel="single"):
+    return console.scan_text(text, accel)
+
+
+def ts(msg, t="12.345678"):
+    return f"[   {t}] {msg}"
+
+
+def test_clean_log_passes():
+    rep = scan((FIX / "clean.log").read_text())
+    assert rep.status == console.STATUS_OK
+    assert rep.findings == []
+    assert rep.done
+    assert [b.name for b in rep.blocks] == ["migration", "sample", "kmemleak"]
+    mig = rep.block("migration")
+    assert mig.ended and mig.rc == 0 and mig.seconds == pytest.approx(41.2)
+    assert "ok 1 migration.private_anon" in mig.lines
+
+
+# One example per failure kind: (kind, kernel message)
+KINDS = [
+    ("oops", "Oops: general protection fault, probably for non-canonical address 0xdead: 0000 [#1] PREEMPT SMP"),
+    ("oops", "Oops: 0002 [#1] PREEMPT SMP NOPTI"),
+    ("bug", "BUG: kernel NULL pointer dereference, address: 0000000000000008"),
+    ("bug", "BUG: sleeping function called from invalid context at mm/migrate.c:100"),
+    ("kernel-bug", "kernel BUG at mm/migrate.c:1234!"),
+    ("kasan", "BUG: KASAN: slab-out-of-bounds in folio_mc_copy+0x10/0x20"),
+    ("warning", "WARNING: CPU: 0 PID: 1 at mm/migrate.c:42 migrate_pages_batch+0x1/0x2"),
+    ("lockdep", "WARNING: possible circular locking dependency detected"),
+    ("lockdep", "inconsistent lock state"),
+    ("kmemleak", "kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)"),
+    ("hung-task", "INFO: task kworker/0:1:12 blocked for more than 120 seconds."),
+    ("soft-lockup", "watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [migrate:80]"),
+    ("rcu-stall", "rcu: INFO: rcu_preempt self-detected stall on CPU"),
+    ("rcu-stall", "rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"),
+    ("panic", "Kernel panic - not syncing: Fatal exception"),
+    ("ubsan", "UBSAN: shift-out-of-bounds in mm/migrate.c:10:5"),
+]
+
+
+@pytest.mark.parametrize("kind,msg", KINDS)
+def test_each_failure_kind_fails_the_run(kind, msg):
+    log = "\n".join([ts("Linux version 6.12", "0.000000"), "@@MO-BEGIN s", "ok 1 a",
+                     ts(msg), "@@MO-END s rc=0", "@@MO-DONE"])
+    rep = scan(log)
+    assert rep.status == console.STATUS_FAIL
+    assert rep.first.kind == kind
+    assert rep.first.line_no == 4
+    assert rep.first.text == msg
+
+
+def test_lockdep_wins_over_generic_warning_kind():
+    # lockdep headers start with WARNING: but are named lockdep
+    assert console.classify("WARNING: possible circular locking dependency detected") == "lockdep"
+
+
+def test_first_finding_is_named():
+    log = "\n".join([ts("Linux", "0.0"), ts("WARNING: CPU: 0 PID: 1 at a.c:1 f"),
+                     ts("Kernel panic - not syncing: x")])
+    rep = scan(log)
+    assert rep.first.kind == "warning" and len(rep.findings) == 2
+
+
+def test_userspace_warning_text_is_not_a_kernel_warning():
+    rep = scan((FIX / "clean.log").read_text())
+    assert rep.status == console.STATUS_OK   # "sample says WARNING:" is guest output
+
+
+def test_kernel_message_inside_guest_line_is_split():
+    rep = scan((FIX / "warning.log").read_text())
+    assert rep.status == console.STATUS_FAIL
+    assert rep.first.kind == "warning"
+    assert rep.first.text.startswith("WARNING: CPU: 1 PID: 77 at mm/migrate.c:1234")
+    blk = rep.block("stress")
+    assert blk.lines[2] == "ok 1 str"        # the guest's part of the broken line
+    assert any("cut here" in k for k in blk.kernel_lines)
+
+
+def test_kmemleak_report_in_block():
+    log = "\n".join([ts("Linux", "0.0"), "@@MO-BEGIN kmemleak",
+                     "unreferenced object 0xffff888003a1b000 (size 64):",
+                     '  comm "swapper/0", pid 1, jiffies 4294667296',
+                     "@@MO-END kmemleak rc=0", "@@MO-DONE"])
+    rep = scan(log)
+    assert rep.status == console.STATUS_FAIL
+    assert rep.first.kind == "kmemleak"
+    assert "0xffff888003a1b000" in rep.first.text
+
+
+def test_unreferenced_object_outside_kmemleak_block_is_guest_text():
+    log = "\n".join([ts("Linux", "0.0"), "@@MO-BEGIN s",
+                     "# test prints unreferenced object 0x1234 in its own output",
+                     "@@MO-END s rc=0", "@@MO-DONE"])
+    assert scan(log).status == console.STATUS_OK
+
+
+INT3 = "Oops: int3: 0000 [#1] PREEMPT SMP"
+
+
+def test_int3_under_multithreaded_tcg_is_an_emulator_fault():
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts("RIP: 0010:migrator_register+0x4/0x80"),
+                     ts("Kernel panic - not syncing: Fatal exception in interrupt")])
+    rep = scan(log, accel="multi")
+    assert rep.status == console.STATUS_EMULATOR
+    assert rep.first.kind == "emulator-fault" and rep.first.text == INT3
+
+
+def test_int3_under_single_threaded_tcg_is_a_failure():
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3)])
+    rep = scan(log, accel="single")
+    assert rep.status == console.STATUS_FAIL
+    assert rep.first.kind == "oops"
+
+
+def test_int3_rule_is_narrow():
+    # another oops under MTTCG is a real failure
+    rep = scan("\n".join([ts("Linux", "0.0"), ts("Oops: general protection fault: 0000 [#1] SMP")]),
+               accel="multi")
+    assert rep.status == console.STATUS_FAIL
+    # a real failure before the int3 oops decides the verdict
+    rep = scan("\n".join([ts("Linux", "0.0"), ts("BUG: KASAN: use-after-free in x"), ts(INT3)]),
+               accel="multi")
+    assert rep.status == console.STATUS_FAIL and rep.first.kind == "kasan"
+    # "int3" mentioned elsewhere is not the signature
+    assert console.classify("traps: int3 handler called", "multi") is None
+
+
+def test_no_timestamps_kernel_still_scanned():
+    rep = scan("Linux version 6.12\nBUG: unable to handle page fault\n")
+    assert rep.status == console.STATUS_FAIL and rep.first.kind == "bug"
+
+
+def test_file_transfer_decoding():
+    rep = scan((FIX / "clean.log").read_text())
+    assert len(rep.files) == 1
+    xf = rep.files[0]
+    assert xf.name == "sample/data.txt"
+    assert xf.error is None
+    assert xf.data == b"hello from the guest\n"
+
+
+def test_file_transfer_tolerates_kernel_messages_and_wrapping():
+    import base64
+    payload = bytes(range(256)) * 3
+    enc = base64.b64encode(payload).decode()
+    lines = [enc[i:i + 76] for i in range(0, len(enc), 76)]
+    # a kernel message lands in the middle of a base64 line
+    lines[2] = lines[2][:30] + ts("random: crng reseeded") + "\n" + lines[2][30:]
+    body = "\n".join(lines)
+    log = (ts("Linux", "0.0") + "\n@@MO-FILE-BEGIN ../../etc/out.bin\n" + body +
+           f"\n@@MO-FILE-END ../../etc/out.bin size={len(payload)}\n@@MO-DONE\n")
+    rep = scan(log)
+    xf = rep.files[0]
+    assert xf.error is None, xf.error
+    assert xf.data == payload
+    assert xf.name == "etc/out.bin"     # no escaping the results dir
+
+
+def test_file_transfer_errors():
+    log = ts("Linux", "0.0") + "\n@@MO-FILE-BEGIN a\naGVsbG8K\n@@MO-FILE-END a size=99\n"
+    assert "size" in scan(log).files[0].error
+    log = ts("Linux", "0.0") + "\n@@MO-FILE-BEGIN a\naGVsbG8K\n@@MO-FILE-END a sha256=00ff\n"
+    assert "sha256" in scan(log).files[0].error
+    log = ts("Linux", "0.0") + "\n@@MO-FILE-BEGIN a\naGVsbG8K\n"
+    assert "cut short" in scan(log).files[0].error
+
+
+def test_safe_name():
+    assert console.safe_name("../../x") == "x"
+    assert console.safe_name("/abs/p a") == "abs/p_a"
+    assert console.safe_name("..") == "unnamed"
+
+
+def test_missing_end_and_protocol_errors():
+    rep = scan(ts("Linux", "0.0") + "\n@@MO-BEGIN a\nok 1 x\n@@MO-BEGIN b\n@@MO-END c rc=0\n")
+    assert not rep.block("a").ended
+    assert len(rep.protocol_errors) == 2
+    assert not rep.done
+
+
+def test_boot_lines_stop_at_first_suite():
+    rep = scan((FIX / "clean.log").read_text())
+    assert any("KTAP version 1" in l for l in rep.boot_lines)
+    assert not any("@@MO-BEGIN" in l for l in rep.boot_lines)
