@@ -139,7 +139,7 @@ def am_series(tree, patches):
     """git am --3way each patch onto the checked-out branch; clear error on failure."""
     env = _git_identity_env(tree)
     for p in patches:
-        r = subprocess.run(["git", "-C", str(tree), "am", "--3way", "-q", str(p)],
+        r = subprocess.run(["git", "-C", str(tree), "am", "--3way", str(p)],
                            capture_output=True, text=True, env={**os.environ, **env})
         if r.returncode != 0:
             out = (r.stdout + "\n" + r.stderr).splitlines()
@@ -151,15 +151,19 @@ def am_series(tree, patches):
 
 
 def am_failure(lines):
-    """The most useful line of a failed git am's output."""
-    pats = [r"^CONFLICT \(.*", r"^error: patch failed: .*", r"^error: .*: does not exist in index",
-            r"^error: .*: patch does not apply", r"^error: .*", r"^fatal: .*", r"^Patch failed at .*"]
-    for pat in pats:
+    """The most useful line(s) of a failed git am's output: the failing hunk
+    (file:line) and, after the 3-way fallback, the conflicting file."""
+    lines = [l.strip() for l in lines]
+    hunk = next((l for l in lines if l.startswith("error: patch failed: ")), None)
+    conflict = next((l for l in lines if l.startswith("CONFLICT")), None)
+    picked = [x for x in (hunk, conflict) if x]
+    if picked:
+        return " / ".join(picked)
+    for pat in (r"^error: .*", r"^fatal: .*", r"^Patch failed at .*"):
         for l in lines:
-            m = re.match(pat, l.strip())
-            if m:
-                return m.group(0)
-    nonempty = [l.strip() for l in lines if l.strip()]
+            if re.match(pat, l):
+                return l
+    nonempty = [l for l in lines if l]
     return nonempty[-1] if nonempty else "git am failed"
 
 

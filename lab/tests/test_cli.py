@@ -1,0 +1,88 @@
+import subprocess
+import sys
+
+import pytest
+
+from lab.molab import cli
+from lab.molab.util import ROOT
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "lab.molab", *args], cwd=ROOT,
+                          capture_output=True, text=True, env=env)
+
+
+def assert_one_line_error(r, text=None):
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("molab: error: ") and "; " in lines[0]
+    assert "Traceback" not in r.stderr + r.stdout
+    if text:
+        assert text in lines[0]
+
+
+def test_unknown_subcommand():
+    assert_one_line_error(run_cli("frobnicate"), "invalid choice: 'frobnicate'")
+
+
+def test_unknown_option():
+    assert_one_line_error(run_cli("boot", "--no-such-option"), "unrecognized arguments")
+
+
+def test_bad_choice():
+    assert_one_line_error(run_cli("kernel", "--flavour", "fast"), "invalid choice: 'fast'")
+
+
+def test_no_command():
+    assert_one_line_error(run_cli(), "no command given")
+
+
+def test_bench_not_implemented():
+    assert_one_line_error(run_cli("bench"), "not implemented yet")
+
+
+def test_bad_ksrc_not_a_tree(tmp_path):
+    assert_one_line_error(run_cli("tree", "--ksrc", str(tmp_path)), "no kernel Makefile")
+
+
+def test_bad_ksrc_missing():
+    assert_one_line_error(run_cli("tree", "--ksrc", "/nonexistent/linux"), "is not a directory")
+
+
+def test_bad_ksrc_wrong_version(tmp_path):
+    (tmp_path / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 6\nSUBLEVEL = 30\n")
+    assert_one_line_error(run_cli("tree", "--ksrc", str(tmp_path)), "is Linux 6.6.30, not 6.12")
+
+
+def test_ksrc_from_environment(tmp_path):
+    import os
+    env = dict(os.environ, KSRC=str(tmp_path))
+    assert_one_line_error(run_cli("export", env=env), f"KSRC={tmp_path}")
+
+
+def test_good_ksrc_accepted(tmp_path, capsys):
+    (tmp_path / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\n")
+    assert cli.main(["tree", "--ksrc", str(tmp_path)]) == 0
+    assert "not a git tree" in capsys.readouterr().out
+
+
+def test_internal_errors_are_one_line(monkeypatch, capsys):
+    def boom(a):
+        raise RuntimeError("kaboom")
+    monkeypatch.setitem(cli.COMMANDS, "tree", boom)
+    monkeypatch.delenv("MOLAB_DEBUG", raising=False)
+    assert cli.main(["tree"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error RuntimeError: kaboom" in err[0]
+
+
+def test_help_exits_zero():
+    r = run_cli("--help")
+    assert r.returncode == 0 and "boot" in r.stdout
+
+
+def test_make_unknown_target():
+    r = subprocess.run(["make", "-s", "no-such-target"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "molab: error: unknown make target 'no-such-target'" in r.stderr

@@ -1,0 +1,113 @@
+import os
+import subprocess
+
+import pytest
+
+from lab.molab import tree
+from lab.molab.errors import LabError
+
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, env=GIT_ENV).stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "linux"
+    (r / "mm").mkdir(parents=True)
+    (r / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\n")
+    (r / "mm" / "migrate.c").write_text("".join(f"line {i}\n" for i in range(30)))
+    git(r, "init", "-q", "-b", "master")
+    git(r, "add", "-A")
+    git(r, "commit", "-qm", "Linux 6.12.117")
+    git(r, "tag", "base")
+    git(r, "tag", "base-6.12.117")
+    git(r, "checkout", "-qb", "series")
+    return r
+
+
+def make_patch(repo, out, old, new, subject):
+    git(repo, "checkout", "-q", "-B", "tmp", "base")
+    f = repo / "mm" / "migrate.c"
+    f.write_text(f.read_text().replace(old, new))
+    git(repo, "commit", "-qam", subject)
+    patch = git(repo, "format-patch", "-1", "--stdout")
+    git(repo, "checkout", "-q", "series")
+    git(repo, "branch", "-qD", "tmp")
+    out.write_text(patch)
+    return out
+
+
+def test_am_series_applies_and_fails_clearly(repo, tmp_path, monkeypatch):
+    series = tmp_path / "series"
+    series.mkdir()
+    good = make_patch(repo, series / "0001-good.patch", "line 5\n", "line five\n", "mm: good")
+    # a patch against a line that the first patch changed: does not apply
+    bad = make_patch(repo, series / "0002-bad.patch", "line 5\n", "line FIVE\n", "mm: bad")
+    tree.am_series(repo, [good])
+    assert "line five" in (repo / "mm/migrate.c").read_text()
+    with pytest.raises(LabError) as e:
+        tree.am_series(repo, [bad])
+    msg = e.value.line()
+    assert "0002-bad.patch does not apply" in msg
+    assert "mm/migrate.c" in msg
+    # the am was aborted: no rebase-apply left behind, tree clean
+    assert not (repo / ".git" / "rebase-apply").exists()
+    assert not tree.is_dirty(repo)
+
+
+def test_am_failure_picks_useful_line():
+    out = ["Applying: mm: bad", "error: patch failed: mm/migrate.c:3",
+           "error: mm/migrate.c: patch does not apply", "Patch failed at 0001 mm: bad"]
+    assert tree.am_failure(out) == "error: patch failed: mm/migrate.c:3"
+    out = ["Applying: x", "Using index info to reconstruct a base tree...",
+           "CONFLICT (content): Merge conflict in mm/migrate.c", "error: Failed to merge in the changes."]
+    assert tree.am_failure(out) == "CONFLICT (content): Merge conflict in mm/migrate.c"
+    out.insert(1, "error: patch failed: mm/migrate.c:3")
+    assert tree.am_failure(out) == ("error: patch failed: mm/migrate.c:3 / "
+                                    "CONFLICT (content): Merge conflict in mm/migrate.c")
+
+
+def test_series_listing(tmp_path, monkeypatch):
+    monkeypatch.setattr(tree, "SERIES", tmp_path)
+    assert tree.series_patches() == []
+    (tmp_path / "0001-a.patch").write_text("x")
+    (tmp_path / "series").write_text("# comment\n0001-a.patch\n\n")
+    assert [p.name for p in tree.series_patches()] == ["0001-a.patch"]
+    (tmp_path / "series").write_text("0001-a.patch\n0002-gone.patch\n")
+    with pytest.raises(LabError) as e:
+        tree.series_patches()
+    assert "0002-gone.patch" in e.value.line()
+
+
+def test_base_version(repo):
+    assert tree.base_version(repo) == "6.12.117"
+
+
+def test_export_roundtrip(repo, tmp_path, monkeypatch):
+    series = tmp_path / "series"
+    monkeypatch.setattr(tree, "SERIES", series)
+    f = repo / "mm" / "migrate.c"
+    f.write_text(f.read_text().replace("line 1\n", "line one\n"))
+    git(repo, "commit", "-qam", "mm: one")
+    f.write_text(f.read_text().replace("line 2\n", "line two\n"))
+    git(repo, "commit", "-qam", "mm: two")
+    series.mkdir()
+    (series / "0009-stale.patch").write_text("old")
+    paths = tree.export(repo)
+    assert [p.name for p in paths] == ["0001-mm-one.patch", "0002-mm-two.patch"]
+    assert (series / "series").read_text() == "0001-mm-one.patch\n0002-mm-two.patch\n"
+    assert not (series / "0009-stale.patch").exists()
+    first = (series / "0001-mm-one.patch").read_text()
+    assert first.startswith("From 0000000000000000000000000000000000000000 ")
+    assert "-- \n" not in first   # no signature
+    again = [p.read_text() for p in tree.export(repo)]
+    assert again[0] == first      # deterministic
+    # the exported series re-applies onto base
+    git(repo, "checkout", "-q", "-B", "series", "base")
+    tree.am_series(repo, tree.series_patches())
+    assert "line two" in f.read_text()
