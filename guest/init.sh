@@ -30,7 +30,7 @@ hostname mo-guest
 # The value of a kernel command line parameter: name="a b" or name=a.
 param() {
 	sed -n "s/^.* $1=\"\([^\"]*\)\".*\$/\1/p; t; s/^.* $1=\([^ ]*\).*\$/\1/p" <<EOF
- $(cat /proc/cmdline)
+ $(cat "${MO_CMDLINE:-/proc/cmdline}")
 EOF
 }
 

@@ -91,8 +91,11 @@ def out_dir(variant, flavour):
 
 def fragments(variant, flavour):
     frags = [CONFIGS / "base.config", CONFIGS / f"{flavour}.config"]
-    if variant == "patched" and (CONFIGS / "patched.config").exists():
-        frags.append(CONFIGS / "patched.config")
+    if variant == "patched":
+        # Options that only exist with the series: all flavours, then this one.
+        for extra in ("patched.config", f"patched-{flavour}.config"):
+            if (CONFIGS / extra).exists():
+                frags.append(CONFIGS / extra)
     for f in frags:
         if not f.exists():
             raise LabError(f"config fragment {rel(f)} is missing", "restore it from git")
@@ -235,9 +238,13 @@ def install(kb, env=None, log=None):
 
 
 def record(kb):
-    rel_out = run(["make", "-s", "-C", kb.src, f"O={kb.out}", "kernelrelease"], capture=True,
-                  what="make kernelrelease").strip().splitlines()
-    kb.release = rel_out[-1] if rel_out else ""
+    relfile = kb.out / "include/config/kernel.release"
+    if relfile.exists():
+        kb.release = relfile.read_text().strip()
+    else:
+        rel_out = run(["make", "-s", "-C", kb.src, f"O={kb.out}", "kernelrelease"],
+                      capture=True, what="make kernelrelease").strip().splitlines()
+        kb.release = rel_out[-1] if rel_out else ""
     kb.base = tree.base_version(kb.src)
     if (kb.src / ".git").exists():
         kb.commit = git(kb.src, "rev-parse", "--short=12", "HEAD", check=False)

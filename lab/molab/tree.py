@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .errors import LabError
 from .util import (DEFAULT_TREE, SERIES, VANILLA_TREE, git, read_makefile_version,
-                   rel, run, say, warn)
+                   rel, run, say)
 
 TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 DEB_PACKAGE = "linux-source-6.12"

@@ -1,0 +1,56 @@
+"""guest/init.sh pieces that can run on the host (with busybox sh)."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from lab.molab.util import ROOT
+
+INIT = ROOT / "guest" / "init.sh"
+BUSYBOX = shutil.which("busybox")
+
+
+def function(name):
+    m = re.search(rf"^{name}\(\) {{.*?^}}\n", INIT.read_text(), re.S | re.M)
+    assert m, name
+    return m.group(0)
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("cmdline,name,value", [
+    ("console=ttyS0 mo.run=kunit,migration loglevel=7", r"mo\.run", "kunit,migration"),
+    ('console=ttyS0 mo.run=a mo.args="--size 4M --folio 2M" panic=-1', r"mo\.args",
+     "--size 4M --folio 2M"),
+    ("mo.args=-v mo.run=x", r"mo\.args", "-v"),
+    ("mo.run=x", r"mo\.args", ""),
+    ("xmo.run=bad mo.run=good", r"mo\.run", "good"),
+])
+def test_param(tmp_path, cmdline, name, value):
+    (tmp_path / "cmdline").write_text(cmdline + "\n")
+    script = function("param") + f"param '{name}'\n"
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                       env={"MO_CMDLINE": str(tmp_path / "cmdline"), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip("\n") == value
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_sendfile_roundtrip(tmp_path):
+    from lab.molab import console
+    data = bytes(range(256)) * 40
+    (tmp_path / "blob").write_bytes(data)
+    script = function("sendfile") + f"sendfile '{tmp_path / 'blob'}' suite/blob\n"
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                       env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    rep = console.scan_text("[ 0.0] Linux\n" + r.stdout)
+    assert rep.files[0].name == "suite/blob"
+    assert rep.files[0].error is None and rep.files[0].data == data
+
+
+def test_init_is_posix_sh_syntax():
+    sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(INIT)] or ["sh", "-n", str(INIT)]
+    r = subprocess.run(sh, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
