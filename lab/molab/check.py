@@ -57,7 +57,8 @@ def changed_lines(src, rev_range="base..series"):
 def touched_dirs(files):
     """Directories to build with W=1: each directory holding a touched .c file."""
     dirs = sorted({str(Path(f).parent) for f in files if f.endswith(".c")})
-    return [d for d in dirs if d != "."]
+    # tools/ (selftests) is not built by kbuild; it is compiled for the guest.
+    return [d for d in dirs if d != "." and not d.startswith(("tools/", "Documentation/"))]
 
 
 _WARN = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? warning: (?P<msg>.*)$")

@@ -3,7 +3,8 @@ from lab.molab import check
 
 def test_touched_dirs():
     files = ["mm/migrate.c", "mm/migrate_copy.c", "include/linux/migrate.h",
-             "drivers/dma/dmatest_sw.c", "Documentation/x.rst", "top.c"]
+             "drivers/dma/dmatest_sw.c", "Documentation/x.rst", "top.c",
+             "tools/testing/selftests/mm/migrate_offload.c"]
     assert check.touched_dirs(files) == ["drivers/dma", "mm"]
 
 

@@ -108,6 +108,7 @@ def test_command_line():
     assert cmd[:3] == ["qemu-system-x86_64", "-accel", "tcg,thread=multi"]
     assert cmd[cmd.index("-m") + 1] == "3072M"
     assert "-no-reboot" in cmd and "-nographic" in cmd
+    assert cmd[cmd.index("-smp") + 1] == "2,sockets=2,cores=1,threads=1"
     assert cmd[cmd.index("-append") + 1] == "console=ttyS0 panic=-1 loglevel=7 mo.run=a,b"
 
 
