@@ -68,6 +68,10 @@ class BootResult:
     def ok(self):
         return self.summary.ok
 
+    @property
+    def label(self):
+        return self.spec.label
+
     def block(self, name):
         return self.report.block(name)
 

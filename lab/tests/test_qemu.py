@@ -124,3 +124,26 @@ def test_missing_kernel_is_a_clear_error(tmp_path):
     with pytest.raises(LabError) as e:
         qemu.boot(spec)
     assert "not found" in e.value.line()
+
+
+def test_bench_alternate_boots_in_abba_order(fake, monkeypatch):
+    from lab.molab import bench
+    spec = fake("clean.log", ["sample"])
+    monkeypatch.setattr(qemu, "QEMU", spec.qemu)
+    monkeypatch.setattr(bench, "RESULTS", fake.tmp / "res")
+    real_boot = qemu.boot
+
+    def boot(s):
+        s.qemu = spec.qemu
+        s.echo = "none"
+        return real_boot(s)
+    monkeypatch.setattr(qemu, "boot", boot)
+    builds = {"vanilla": (spec.kernel, spec.initrd), "patched": (spec.kernel, spec.initrd)}
+    runs = bench.alternate(builds, "sample", args="--size 4M", rounds=2,
+                           files={"etc/mo/params": "x=1\n"})
+    assert [r.label for r in runs] == ["vanilla-r0", "patched-r0", "patched-r1", "vanilla-r1"]
+    assert all(r.ok for r in runs)
+    assert runs[0].files["sample/data.txt"].read_bytes() == b"hello from the guest\n"
+    argv = (fake.tmp / "argv").read_text().split("\n")
+    assert argv[argv.index("-accel") + 1] == "tcg,thread=multi"
+    assert argv[argv.index("-initrd") + 1].endswith("initrd-vanilla.cpio")

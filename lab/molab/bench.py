@@ -1,0 +1,71 @@
+"""Building blocks for benchmarks (the 'bench' command itself is not written yet).
+
+A benchmark compares kernels booted alternately in the same session:
+
+    from lab.molab import bench
+    builds = bench.prepare(["vanilla", "patched"], flavour="perf")
+    runs = bench.alternate(builds, suite="bench_move_pages", args="--size 128M --folio 2M",
+                           rounds=3, accel="multi")
+    for r in runs:                      # BootResult, see qemu.py
+        r.label, r.summary.ok, r.files  # files the guest sent back (mo-sendfile / MO_OUTDIR)
+
+Boots alternate A B / B A / A B ... so that drift over time does not favour
+one kernel. Under multi-threaded TCG a boot that ends in the known emulator
+fault (an int3 oops while patching text) is retried, and reported if it keeps
+failing.
+"""
+
+import time
+from pathlib import Path
+
+from . import initramfs, kernel, qemu
+from .console import STATUS_EMULATOR
+from .util import RESULTS, say, utc_stamp
+
+
+def prepare(variants=("vanilla", "patched"), flavour="perf", ksrc=None):
+    """Build each variant's kernel and initramfs; returns {variant: KernelBuild}."""
+    out = {}
+    for v in variants:
+        kb = kernel.ensure(v, flavour, ksrc)
+        initramfs.build(kb)
+        out[v] = kb
+    return out
+
+
+def alternate(builds, suite, args="", rounds=3, accel="multi", smp=2, files=None,
+              label="bench", timeout=3600, idle_timeout=600, emulator_retries=2):
+    """Boot every build ``rounds`` times, alternating, running one suite.
+
+    ``builds`` maps a name to a KernelBuild (or to a (bzImage, initrd) pair);
+    ``files`` ({guest path: bytes|str|Path}) are added to every boot's
+    initramfs. Returns the BootResults in boot order, each with ``.label``
+    set to "<name>-r<round>".
+    """
+    top = RESULTS / f"{label}-{utc_stamp()}"
+    top.mkdir(parents=True, exist_ok=True)
+    images = {}
+    for name, b in builds.items():
+        kern, initrd = (b.bzimage, b.initramfs) if hasattr(b, "bzimage") else map(Path, b)
+        if files:
+            initrd = initramfs.overlay(initrd, files, top / f"initrd-{name}.cpio")
+        images[name] = (kern, initrd)
+    names = list(images)
+    results = []
+    for r in range(rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            kern, initrd = images[name]
+            for attempt in range(emulator_retries + 1):
+                run_label = f"{name}-r{r}" + (f"-retry{attempt}" if attempt else "")
+                spec = qemu.BootSpec(kernel=kern, initrd=initrd, suites=[suite], args=args,
+                                     accel=accel, smp=smp, timeout=timeout,
+                                     idle_timeout=idle_timeout, label=run_label,
+                                     results_dir=top / run_label)
+                t0 = time.monotonic()
+                res = qemu.boot(spec)
+                say(f"  {run_label}: {res.summary.status} in {time.monotonic() - t0:.0f}s")
+                if res.summary.console_status != STATUS_EMULATOR:
+                    break
+            results.append(res)
+    return results
