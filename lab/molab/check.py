@@ -11,7 +11,8 @@ from .util import locked, rel, say
 
 def checkpatch(src, patches):
     """Run checkpatch.pl --strict on each patch; returns a list of problem lines."""
-    script = Path(src) / "scripts/checkpatch.pl"
+    src = Path(src).resolve()
+    script = src / "scripts/checkpatch.pl"
     if not script.exists():
         raise LabError(f"{script} not found", "check the kernel tree (KSRC)")
     problems = []
