@@ -122,14 +122,21 @@ def create_tree(dest=DEFAULT_TREE):
     g("add", "-A", "-f")
     msg = f"Linux {version}" + (f" (Debian {DEB_PACKAGE} {debver})" if debver else "")
     g("commit", "-q", "--no-verify", "-m", msg)
-    # Debian's top-level .gitignore ignores everything but debian/; let new
-    # files be added normally from here on.
+    g("tag", "-a", f"base-{version}", "-m", msg)
+    # Debian's top-level .gitignore ignores everything but debian/, so git
+    # would not see the files patches add. Drop that rule in a commit of its
+    # own below the series: "base" is that commit, base-<version> the
+    # pristine source. The series never touches .gitignore, so it applies
+    # to either.
     gi = dest / ".gitignore"
     lines = gi.read_text().splitlines(keepends=True)
     kept = [l for l in lines if l.strip() not in ("/*", "!/debian/")]
-    gi.write_text("".join(kept))
-    g("update-index", "--assume-unchanged", ".gitignore")
-    g("tag", "-a", f"base-{version}", "-m", msg)
+    if kept != lines:
+        gi.write_text("".join(kept))
+        g("commit", "-q", "--no-verify", "-a", "-m",
+          "lab: drop Debian's ignore-everything rule from .gitignore\n\n"
+          "Debian's linux-source tree ignores every top-level path, so git would\n"
+          "not see files that patches add. Not part of the series.")
     g("tag", "base")
     g("checkout", "-q", "-b", BRANCH)
     return dest
