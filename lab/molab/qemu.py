@@ -26,10 +26,11 @@ from pathlib import Path
 
 from . import console, results
 from .errors import LabError
-from .util import BUILD, RESULTS, fmt_secs, rel, say, utc_stamp
+from .util import BUILD, RESULTS, ROOT, fmt_secs, rel, say, utc_stamp
 
 QEMU = "qemu-system-x86_64"
 ACCELS = ("single", "multi", "kvm", "auto")
+KNOWN_FAILURES = ROOT / "lab" / "known-failures"
 
 
 @dataclass
@@ -49,6 +50,7 @@ class BootSpec:
     echo: str = "markers"              # markers | all | none
     qemu: str = QEMU
     qemu_extra: list = field(default_factory=list)
+    known_failures: dict | None = None  # {suite: {test: why}}; None = lab/known-failures
 
 
 @dataclass
@@ -270,7 +272,10 @@ def _boot(spec, accel, quiet=False):
         why = f": {err[-1]}" if err else ""
         boot_problem = (f"the guest stopped before @@MO-DONE (QEMU exit {qrc}{why})"
                         if report.line_count else f"QEMU printed nothing (exit {qrc}{why})")
-    summ = results.summarize(report, spec.suites, boot_problem=boot_problem)
+    known = spec.known_failures
+    if known is None:
+        known = results.load_known_failures(KNOWN_FAILURES)
+    summ = results.summarize(report, spec.suites, boot_problem=boot_problem, known=known)
     res = BootResult(spec=spec, accel=accel, results_dir=rdir, console_log=log_path,
                      report=report, summary=summ, qemu_rc=qrc, seconds=seconds, hang=hang)
     _save(res)

@@ -98,3 +98,43 @@ def test_file_errors_fail_the_run():
     rep = console.scan_text("[ 0.0] Linux\n@@MO-FILE-BEGIN f\nAAAA\n@@MO-FILE-END f size=5\n@@MO-DONE\n")
     summ = results.summarize(rep, [])
     assert not summ.ok and summ.file_problems
+
+
+MIG_FAIL = """[ 0.0] Linux
+@@MO-BEGIN migration
+TAP version 13
+1..2
+ok 1 migration.private_anon
+# migration.c:310:shared_anon_htlb:Expected migrate(ptr, self->n1, self->n2) (-2) == 0 (0)
+not ok 2 migration.shared_anon_htlb
+@@MO-END migration rc=1 t=40
+@@MO-DONE
+"""
+
+
+def test_known_failures(tmp_path):
+    kf = tmp_path / "kf"
+    kf.write_text("# comment\nmigration migration.shared_anon_htlb  # fails on vanilla too\n\n")
+    known = results.load_known_failures(kf)
+    assert known == {"migration": {"migration.shared_anon_htlb": "fails on vanilla too"}}
+    rep = console.scan_text(MIG_FAIL)
+    s = results.summarize(rep, ["migration"], known=known).suites[0]
+    assert s.status == "PASS"
+    assert "known failure: migration.shared_anon_htlb (fails on vanilla too)" in s.line()
+    # without the entry it fails
+    assert results.summarize(rep, ["migration"]).suites[0].status == "FAIL"
+    # a known failure does not hide another failure
+    rep2 = console.scan_text(MIG_FAIL.replace("ok 1 migration.private_anon",
+                                              "not ok 1 migration.private_anon"))
+    s2 = results.summarize(rep2, ["migration"], known=known).suites[0]
+    assert s2.status == "FAIL" and s2.failed_names == ["migration.private_anon"]
+    # an entry that passes again is pointed out
+    rep3 = console.scan_text(MIG_FAIL.replace("not ok 2", "ok 2").replace("rc=1", "rc=0"))
+    s3 = results.summarize(rep3, ["migration"], known=known).suites[0]
+    assert s3.status == "PASS" and "known failure now passes" in s3.reason
+
+
+def test_repo_known_failures_file_parses():
+    from lab.molab.qemu import KNOWN_FAILURES
+    known = results.load_known_failures(KNOWN_FAILURES)
+    assert all(isinstance(v, dict) for v in known.values())
