@@ -105,6 +105,12 @@ def build_parser():
     s = sub.add_parser("check", help="checkpatch + W=1 build of the touched directories")
     _add_kernel_opts(s, variant=False)
 
+    s = sub.add_parser("report", help="judge a saved console log again")
+    s.add_argument("path", help="a results dir (build/results/...) or a console.log")
+    s.add_argument("--suites", default="", help="suites to judge (default: as recorded)")
+    s.add_argument("--accel", choices=qemu.ACCELS, default=None,
+                   help="QEMU mode the log came from (default: as recorded, else single)")
+
     sub.add_parser("bench", help="benchmarks (not implemented yet)")
     return p
 
@@ -224,6 +230,29 @@ def cmd_check(a):
     return EXIT_OK if check.run_check(a.ksrc, a.flavour) else EXIT_FAIL
 
 
+def cmd_report(a):
+    import json
+    from . import console, results
+    p = Path(a.path)
+    log = p / "console.log" if p.is_dir() else p
+    if not log.is_file():
+        raise LabError(f"{a.path}: no console log there", "give a results dir or a console.log")
+    meta = {}
+    try:
+        meta = json.loads((log.parent / "result.json").read_text())
+    except (OSError, ValueError):
+        pass
+    accel = a.accel or meta.get("accel") or "single"
+    suites = _suites(a.suites) or meta.get("suites_requested") or []
+    rep = console.scan_text(log.read_text(errors="replace"), accel)
+    summ = results.summarize(rep, suites, known=results.load_known_failures(qemu.KNOWN_FAILURES))
+    for line in summ.lines()[:-1]:
+        say(line)
+    say(f"console log: {rel(log)}")
+    say(summ.lines()[-1])
+    return EXIT_OK if summ.ok else EXIT_FAIL
+
+
 def cmd_bench(a):
     raise LabError("bench is not implemented yet",
                    "a later issue fills it in (building blocks: lab/molab/bench.py)")
@@ -231,7 +260,7 @@ def cmd_bench(a):
 
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,
             "initramfs": cmd_initramfs, "boot": cmd_boot, "run": cmd_boot, "test": cmd_test,
-            "check": cmd_check, "bench": cmd_bench}
+            "check": cmd_check, "report": cmd_report, "bench": cmd_bench}
 
 
 def main(argv=None):

@@ -86,3 +86,15 @@ def test_make_unknown_target():
     r = subprocess.run(["make", "-s", "no-such-target"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2
     assert "molab: error: unknown make target 'no-such-target'" in r.stderr
+
+
+def test_report_rejudges_a_saved_log(tmp_path, capsys):
+    from pathlib import Path
+    fix = Path(__file__).parent / "fixtures"
+    (tmp_path / "console.log").write_text((fix / "broken_suite.log").read_text())
+    assert cli.main(["report", str(tmp_path), "--suites", "brokentap,notap"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("FAIL  brokentap  not ok: second")
+    assert out[-1] == "1 passed, 1 failed"
+    (tmp_path / "console.log").write_text((fix / "clean.log").read_text())
+    assert cli.main(["report", str(tmp_path / "console.log"), "--suites", "kunit,migration"]) == 0
