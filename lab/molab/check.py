@@ -105,6 +105,13 @@ def run_check(ksrc=None, flavour="debug"):
         out = kernel.out_dir("patched", flavour)
         if not (out / ".config").exists():
             kernel.configure("patched", flavour, src, out)
+        # Warnings are printed only when a file is compiled: drop the objects
+        # of the touched files so they are compiled (with W=1) every time.
+        for f in changed:
+            if f.endswith(".c") and str(Path(f).parent) in dirs:
+                obj = out / (f[:-2] + ".o")
+                if obj.exists():
+                    obj.unlink()
         log = out / "molab-check.log"
         env = kernel._env()
         cmd = locked(["make", "-C", str(src), f"O={out}", "CC=ccache gcc", "W=1",

@@ -91,7 +91,7 @@ class Archive:
     def write_gz(self, path):
         data = self.to_bytes()
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
         with open(tmp, "wb") as raw:
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
                 gz.write(data)
