@@ -1,0 +1,52 @@
+# Shared helpers for the guest suites (busybox sh): TAP output, sysfs and
+# module handling, vmstat deltas. Sourced, not run.
+
+MO=/sys/kernel/mm/migrate_offload
+MODDIR=/lib/modules/$(uname -r)/kernel
+BIN=$(cd "$(dirname "$0")/.." && pwd)
+T_N=0
+T_FAIL=0
+
+t_ok() { T_N=$((T_N + 1)); echo "ok $T_N $*"; }
+t_notok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N $*"; }
+# t_check NAME CONDITION-COMMAND...: ok if the command succeeds.
+t_check() { _n=$1; shift; if "$@"; then t_ok "$_n"; else t_notok "$_n"; fi; }
+t_diag() { echo "# $*"; }
+t_done() { echo "1..$T_N"; [ "$T_FAIL" = 0 ]; exit $?; }
+
+mod_path() {
+	case $1 in
+	swdma) echo "$MODDIR/drivers/dma/swdma.ko" ;;
+	*) echo "$MODDIR/drivers/migrate_offload/$1.ko" ;;
+	esac
+}
+mod_loaded() { [ -d "/sys/module/$1" ]; }
+mod_load() { _m=$1; shift; insmod "$(mod_path "$_m")" "$@"; }
+mod_unload() { ! mod_loaded "$1" || rmmod "$1"; }
+
+engine_active() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$MO/engine"; }
+engine_set() { echo "$1" > "$MO/engine"; }
+
+param() { cat "/sys/module/$1/parameters/$2"; }
+# param_rejects MODULE PARAM VALUE: the write fails and the value stays.
+param_rejects() {
+	_old=$(param "$1" "$2")
+	if printf '%s' "$3" > "/sys/module/$1/parameters/$2" 2>/dev/null; then
+		t_diag "$1.$2 accepted '$3'"
+		return 1
+	fi
+	[ "$(param "$1" "$2")" = "$_old" ] || { t_diag "$1.$2 changed to $(param "$1" "$2")"; return 1; }
+}
+
+# vmstat VAR...: the current value of each pgmigrate counter, as shell vars.
+vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+
+# kv FILE KEY: the value of KEY=value lines in FILE.
+kv() { sed -n "s/^$2=//p" "$1"; }
+
+# MO_<NAME>=<value> arguments (the lab's mo.args) become environment.
+for _a in "$@"; do
+	case $_a in
+	MO_[A-Z]*=*) export "$_a" ;;
+	esac
+done
