@@ -1,0 +1,442 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Suite "bench" (installed as suites/bench): runs mo_bench for every copy
+# engine configuration the kernel offers, collects the JSON lines into one
+# file and sends it to the lab (@@MO-FILE-BEGIN bench.jsonl ... base64 ...
+# @@MO-FILE-END), with a short human summary as "# " lines and one TAP
+# result: ok when every measurement verified its data.
+#
+# Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
+#   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy
+#   MO_REPS=N            repetitions of each measurement (full 3, quick 2)
+#   MO_SIZE_MB=N         tput/memcpy buffer in MiB (full 128, quick 64)
+#   MO_ENGINES=a,b,...   configurations (patched default:
+#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4)
+#   MO_FOLIO=list        tput folio sizes in KB (4,16,64,256,1024,2048)
+#   MO_COUNT=list        count: numbers of 2M folios (1,8,16,32,64,128)
+#   MO_LAT_PAGES=list    latency: 4K pages per call (1,8,32,128,512)
+#   MO_LAT_FOLIOS=list   latency: 2M folios per call (1,4,16)
+#   MO_COMPACT=list      configurations that also run compaction
+#                        (none,cpu,dcbm-4; "vanilla" always on vanilla;
+#                        "off" for none)
+#   MO_COMPACT_NODE=N    node to fragment and compact (1)
+#   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (80)
+#   MO_TO=list           tput targets (full 1,2; quick 1)
+#   MO_JSONL=path        keep the collected file here
+#                        (default /tmp/mo-bench.<pid>/bench.jsonl)
+#   MO_SEND=0            do not print the file as base64 (bare metal)
+# Configuration names: none, cpu (built-in), mtcopy-<threads>,
+# dcbm-<channels> (over swdma, loaded with nr_chans=4 when no other DMA
+# provider module is loaded), or any other engine name as listed in
+# /sys/kernel/mm/migrate_offload/engine.
+
+# run_bench.sh --summary FILE [BASE]: print the summary of a saved file.
+if [ "$1" = --summary ]; then
+	SUMMARY_ONLY=$2 SUMMARY_BASE=$3
+	shift $#
+fi
+
+for _a in "$@"; do
+	case $_a in
+	MO_[A-Z]*=*) export "$_a" ;;
+	*) echo "# bench: ignoring argument '$_a'" ;;
+	esac
+done
+
+MO=/sys/kernel/mm/migrate_offload
+MODDIR=/lib/modules/$(uname -r)/kernel
+HERE=$(cd "$(dirname "$0")" && pwd)
+MB=${MO_BENCH_BIN:-$(cd "$HERE/.." && pwd)/mo_bench}
+[ -x "$MB" ] || MB=$(command -v mo_bench)
+if [ -z "${SUMMARY_ONLY:-}" ] && [ ! -x "$MB" ]; then
+	echo "# bench: mo_bench not found (next to suites/, or set MO_BENCH_BIN)"
+	echo "not ok 1 bench"
+	echo "1..1"
+	exit 1
+fi
+
+MODE=${MO_BENCH:-full}
+case $MODE in
+quick)
+	REPS=${MO_REPS:-2}; SIZE=${MO_SIZE_MB:-64}; TO=${MO_TO:-1} ;;
+full)
+	REPS=${MO_REPS:-3}; SIZE=${MO_SIZE_MB:-128}; TO=${MO_TO:-1,2} ;;
+*)
+	echo "# bench: MO_BENCH must be full or quick, not '$MODE'"
+	echo "not ok 1 bench"
+	echo "1..1"
+	exit 1 ;;
+esac
+TO1=${TO%%,*}
+FOLIO=${MO_FOLIO:-4,16,64,256,1024,2048}
+COUNT=${MO_COUNT:-1,8,16,32,64,128}
+LAT_PAGES=${MO_LAT_PAGES:-1,8,32,128,512}
+LAT_FOLIOS=${MO_LAT_FOLIOS:-1,4,16}
+CNODE=${MO_COMPACT_NODE:-1}
+FILL=${MO_FILL_PCT:-80}
+
+WORK=/tmp/mo-bench.$$
+mkdir -p "$WORK"
+J=${MO_JSONL:-$WORK/bench.jsonl}
+if [ -z "${SUMMARY_ONLY:-}" ]; then
+	mkdir -p "$(dirname "$J")"
+	: > "$J"
+fi
+FAILED=0
+NMEAS=0
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+since() { awk -v a="$1" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }'; }
+T_START=$(uptime_s)
+
+# json_str TEXT: TEXT made safe for a JSON string.
+json_str() { printf '%s' "$1" | tr -d '"\\' | tr '\n\t' '  '; }
+emit() { echo "$1" >> "$J"; }
+
+# ----------------------------------------------------------- engine setup
+
+mod_path() {
+	case $1 in
+	swdma) echo "$MODDIR/drivers/dma/swdma.ko" ;;
+	*) echo "$MODDIR/drivers/migrate_offload/$1.ko" ;;
+	esac
+}
+
+LOADED=
+# load_mod NAME [ARGS]: load a module unless present; 0 if it is there.
+load_mod() {
+	_m=$1; shift
+	[ -d "/sys/module/$_m" ] && return 0
+	if [ -f "$(mod_path "$_m")" ]; then
+		_err=$(insmod "$(mod_path "$_m")" "$@" 2>&1)
+	else
+		_err=$(modprobe "$_m" "$@" 2>&1)
+	fi
+	if [ -d "/sys/module/$_m" ]; then
+		LOADED="$_m $LOADED"
+		return 0
+	fi
+	MODERR="$_m: ${_err:-cannot load}"
+	return 1
+}
+
+engine_active() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$MO/engine"; }
+
+# write_sys FILE VALUE: write, with the error message in $WERR on failure.
+write_sys() {
+	WERR=$( { echo "$2" > "$1"; } 2>&1 ) && return 0
+	WERR="echo $2 > $1: ${WERR:-failed}"
+	return 1
+}
+
+# configure CONF: select the engine configuration CONF; sets $ENGINE and
+# $PARAMS, or $WHY and returns 1.
+configure() {
+	ENGINE=${1%%-*} PARAMS= WHY=
+	if [ "$1" = vanilla ]; then
+		[ -d $MO ] && { WHY="not a vanilla kernel"; return 1; }
+		return 0
+	fi
+	[ -d $MO ] || { WHY="no $MO (vanilla kernel)"; return 1; }
+	write_sys $MO/engine none || { WHY=$WERR; return 1; }
+	case $1 in
+	mtcopy-*)
+		load_mod mtcopy || { WHY=$MODERR; return 1; }
+		PARAMS="threads=${1#mtcopy-}"
+		write_sys /sys/module/mtcopy/parameters/threads "${1#mtcopy-}" ||
+			{ WHY=$WERR; return 1; }
+		;;
+	dcbm-*)
+		# a DMA provider first: swdma, unless the machine has real ones
+		if ! ls /sys/class/dma 2>/dev/null | grep -q .; then
+			load_mod swdma nr_chans=4 || { WHY=$MODERR; return 1; }
+		fi
+		load_mod dcbm || { WHY=$MODERR; return 1; }
+		PARAMS="nr_chan=${1#dcbm-}"
+		write_sys /sys/module/dcbm/parameters/nr_chan "${1#dcbm-}" ||
+			{ WHY=$WERR; return 1; }
+		;;
+	*-*)
+		WHY="unknown configuration '$1'"; return 1 ;;
+	none|cpu) ;;
+	*)
+		load_mod "$1" 2>/dev/null ;;	# any other engine module
+	esac
+	write_sys $MO/engine "$ENGINE" || { WHY=$WERR; return 1; }
+	if [ "$(engine_active)" != "$ENGINE" ]; then
+		WHY="selected $ENGINE, but the engine file says '$(engine_active)'"
+		return 1
+	fi
+	case $1 in
+	mtcopy-*) _p=/sys/module/mtcopy/parameters/threads ;;
+	dcbm-*) _p=/sys/module/dcbm/parameters/nr_chan ;;
+	*) _p= ;;
+	esac
+	if [ -n "$_p" ] && [ "$(cat $_p)" != "${1#*-}" ]; then
+		WHY="$_p reads $(cat $_p), not ${1#*-}"
+		return 1
+	fi
+	return 0
+}
+
+# ------------------------------------------------------------- summaries
+
+# AWK_JV: awk function jv(line, key): the value of "key" in a JSON line.
+AWK_JV='
+function jv(line, key,   k, i, s) {
+	k = "\"" key "\":"
+	i = index(line, k)
+	if (!i) return ""
+	s = substr(line, i + length(k))
+	if (substr(s, 1, 1) == "\"") {
+		s = substr(s, 2)
+		return substr(s, 1, index(s, "\"") - 1)
+	}
+	match(s, /^[^,}]*/)
+	return substr(s, 1, RLENGTH)
+}
+function kb(v) { v += 0; return v >= 1024 ? (v / 1024) "M" : v "K" }'
+
+# summarize FILE LABEL: one line per part: means by folio size/count/batch.
+summarize() {
+	awk -v label="$2" "$AWK_JV"'
+	{
+		if (jv($0, "skipped") == "true") { skipped++; why = jv($0, "reason"); next }
+		m = jv($0, "mode")
+		if (m == "tput") { k = kb(jv($0, "folio_kb")); v = jv($0, "gbps") }
+		else if (m == "count") { k = jv($0, "folios"); v = jv($0, "gbps") }
+		else if (m == "latency") {
+			k = (jv($0, "folio_kb") == 2048 ? "f" jv($0, "folios") : "p" jv($0, "pages"))
+			v = jv($0, "first_usable_us")
+		} else if (m == "memcpy") { k = "memcpy"; v = jv($0, "gbps") }
+		else if (m == "compaction") {
+			printf "# %s: %.1f s, %s/%s hugepages, %s pages migrated, sys %.0f%%, writer sys %.0f%%", \
+				label, jv($0, "wall_s"), jv($0, "huge_obtained"), jv($0, "huge_target"), \
+				jv($0, "pgmigrate_success"), jv($0, "sys_pct"), jv($0, "writer_sys_pct")
+			if (jv($0, "hog") == "true")
+				printf ", hog %.3g/s (alone %.3g/s)", jv($0, "hog_per_s"), jv($0, "hog_base_per_s")
+			printf "%s\n", jv($0, "verified") == "true" ? "" : " DATA NOT VERIFIED"
+			next
+		} else next
+		if (!(k in n)) order[++nk] = k
+		n[k]++; sum[k] += v
+		if (jv($0, "verified") != "true") bad++
+		if (m == "tput" || m == "count") {
+			fs = jv($0, "folio_share")
+			if (fs != "null" && fs != "" && (!(k in share) || fs + 0 < share[k]))
+				share[k] = fs + 0
+			nm += jv($0, "not_moved"); sb += jv($0, "stayed_behind")
+		}
+		unit = (m == "latency") ? "first usable us" : "GB/s"
+	}
+	END {
+		if (nk) {
+			printf "# %s %s:", label, unit
+			for (i = 1; i <= nk; i++) {
+				k = order[i]
+				printf (unit == "GB/s" ? " %s %.3g" : " %s %.0f"), k, sum[k] / n[k]
+				if ((k in share) && share[k] < 90) printf "(%.0f%% folios)", share[k]
+			}
+			if (nm) printf "; not_moved %d, stayed_behind %d", nm, sb
+			if (bad) printf "; %d NOT VERIFIED", bad
+			printf "\n"
+		}
+		if (skipped && !nk) printf "# %s: skipped: %s\n", label, why
+		else if (skipped) printf "# %s: %d skipped (%s)\n", label, skipped, why
+	}' "$1"
+}
+
+# run_part CONF LABEL MODE ARGS...: one mo_bench run, summarized.
+run_part() {
+	_conf=$1 _label=$2; shift 2
+	_t=$(uptime_s)
+	"$MB" "$@" --config "$_conf" > "$WORK/part.jsonl" 2> "$WORK/part.err"
+	_rc=$?
+	cat "$WORK/part.jsonl" >> "$J"
+	NMEAS=$((NMEAS + $(grep -c . "$WORK/part.jsonl")))
+	grep -v ': skipped: ' "$WORK/part.err" | sed 's/^/#   /' | head -20
+	summarize "$WORK/part.jsonl" "$_conf $_label"
+	if grep -q '"verified":false' "$WORK/part.jsonl"; then
+		FAILED=$((FAILED + 1))
+		echo "# $_conf $_label: data NOT verified"
+	fi
+	case $_rc in
+	0|4) ;;
+	*) FAILED=$((FAILED + 1)); echo "# $_conf $_label: mo_bench exited with $_rc" ;;
+	esac
+	emit "{\"mode\":\"part\",\"config\":\"$_conf\",\"part\":\"$(json_str "$_label")\",\"rc\":$_rc,\"seconds\":$(since "$_t")}"
+	echo "#   ($(since "$_t") s, total $(since "$T_START") s)"
+}
+
+# final_summary FILE BASE: tput and count tables over all configurations,
+# with ratios against configuration BASE.
+final_summary() {
+	echo "# summary (means over reps; ratios against $2)"
+	awk -v base="$2" "$AWK_JV"'
+		jv($0, "skipped") == "true" { next }
+		{ m = jv($0, "mode"); c = jv($0, "config") }
+		m == "tput" || m == "count" {
+			k = (m == "tput") ? m " 0->" jv($0, "to") : m
+			col = (m == "tput") ? kb(jv($0, "folio_kb")) : jv($0, "folios")
+			key = k SUBSEP c SUBSEP col
+			if (!(key in n)) {
+				if (!((k SUBSEP col) in seencol)) { seencol[k SUBSEP col] = 1; cols[k] = cols[k] " " col }
+				if (!((k SUBSEP c) in seenconf)) { seenconf[k SUBSEP c] = 1; confs[k] = confs[k] " " c }
+				if (!(k in seenk)) { seenk[k] = 1; ks[++nk] = k }
+			}
+			n[key]++; s[key] += jv($0, "gbps")
+		}
+		END {
+			for (i = 1; i <= nk; i++) {
+				k = ks[i]
+				nc = split(confs[k], cl, " "); ncol = split(cols[k], co, " ")
+				printf "# %-14s", k
+				for (b = 1; b <= ncol; b++)
+					printf " %12s", co[b] (k ~ /^count/ ? "x2M" : "")
+				printf "   GB/s\n"
+				for (a = 1; a <= nc; a++) {
+					printf "#   %-12s", cl[a]
+					for (b = 1; b <= ncol; b++) {
+						key = k SUBSEP cl[a] SUBSEP co[b]
+						bk = k SUBSEP base SUBSEP co[b]
+						if (!(key in n)) { printf " %12s", "-"; continue }
+						v = s[key] / n[key]
+						if (cl[a] != base && (bk in n) && s[bk] > 0)
+							cell = sprintf("%.3g(%.2fx)", v, v / (s[bk] / n[bk]))
+						else
+							cell = sprintf("%.3g", v)
+						printf " %12s", cell
+					}
+					printf "\n"
+				}
+			}
+		}' "$1"
+}
+
+# ------------------------------------------------------------------- main
+
+if [ -n "${SUMMARY_ONLY:-}" ]; then
+	[ -f "$SUMMARY_ONLY" ] || { echo "run_bench.sh: $SUMMARY_ONLY: no such file" >&2; exit 2; }
+	base=${SUMMARY_BASE:-$(sed -n 's/.*"mode":"config","config":"\([^"]*\)".*"absent":false.*/\1/p' "$SUMMARY_ONLY" | head -1)}
+	for c in $(sed -n 's/.*"mode":"config","config":"\([^"]*\)".*"absent":false.*/\1/p' "$SUMMARY_ONLY" | awk '!seen[$0]++'); do
+		for m in memcpy tput count latency compaction; do
+			grep "\"mode\":\"$m\",\"config\":\"$c\"" "$SUMMARY_ONLY" > "$WORK/m.jsonl"
+			if [ "$m" = tput ]; then
+				for to in $(sed -n 's/.*"to":\([0-9]*\),.*/\1/p' "$WORK/m.jsonl" | sort -u); do
+					grep "\"to\":$to," "$WORK/m.jsonl" > "$WORK/t.jsonl"
+					summarize "$WORK/t.jsonl" "$c tput 0->$to"
+				done
+			elif [ -s "$WORK/m.jsonl" ]; then
+				summarize "$WORK/m.jsonl" "$c $m"
+			fi
+		done
+	done
+	final_summary "$SUMMARY_ONLY" "$base"
+	rm -rf "$WORK"
+	exit 0
+fi
+
+echo "TAP version 13"
+NODES=$(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ',' | sed 's/,$//')
+if [ -d $MO ]; then
+	VARIANT=patched
+	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4}" | tr ',' ' ')
+	COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4}" | tr ',' ' ')
+	write_sys $MO/engine none || echo "# bench: $WERR"
+	write_sys $MO/reasons all || echo "# bench: $WERR"
+	REASONS=$(cat $MO/reasons)
+else
+	VARIANT=vanilla
+	CONFS=vanilla
+	COMPACT=vanilla
+	[ "${MO_COMPACT:-}" = off ] && COMPACT=
+	REASONS=
+fi
+[ "${MO_COMPACT:-}" = off ] && COMPACT=
+echo "# bench: $MODE, kernel $(uname -r) ($VARIANT), $(nproc) cpus, nodes $NODES, size ${SIZE} MiB, reps $REPS"
+emit "{\"mode\":\"run\",\"bench\":\"$MODE\",\"variant\":\"$VARIANT\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"nodes\":\"$NODES\",\"size_mb\":$SIZE,\"reps\":$REPS,\"configs\":\"$(echo $CONFS | tr ' ' ',')\",\"reasons\":\"$(json_str "$REASONS")\"}"
+
+# Set every configuration up once: absent ones are reported and dropped.
+OK_CONFS=
+for c in $CONFS; do
+	if configure "$c"; then
+		OK_CONFS="$OK_CONFS $c"
+		emit "{\"mode\":\"config\",\"config\":\"$c\",\"engine\":\"$ENGINE\",\"absent\":false,\"params\":\"$PARAMS\"}"
+	else
+		echo "# $c: absent: $WHY"
+		emit "{\"mode\":\"config\",\"config\":\"$c\",\"engine\":\"$ENGINE\",\"absent\":true,\"reason\":\"$(json_str "$WHY")\"}"
+	fi
+done
+[ -d $MO ] && write_sys $MO/engine none
+
+# use CONF: select it again before a part (another part may have changed it).
+use() {
+	configure "$1" && return 0
+	echo "# $1: could not be selected again: $WHY"
+	FAILED=$((FAILED + 1))
+	return 1
+}
+
+first=${OK_CONFS# }
+first=${first%% *}
+if [ -n "$first" ]; then
+	use "$first" && run_part "$first" "memcpy" memcpy --size "$SIZE" --reps "$REPS" --from 0 --to 1
+fi
+
+# Part-major order: every configuration runs a part before the next part,
+# so drift during the boot affects all of them alike.
+for to in $(echo "$TO" | tr ',' ' '); do
+	for c in $OK_CONFS; do
+		use "$c" || continue
+		run_part "$c" "tput 0->$to" tput --size "$SIZE" --reps "$REPS" \
+			--from 0 --to "$to" --folio "$FOLIO"
+	done
+done
+
+if [ "$MODE" = full ]; then
+	for c in $OK_CONFS; do
+		use "$c" || continue
+		run_part "$c" "count 0->$TO1" count --reps "$REPS" --from 0 --to "$TO1" \
+			--folios "$COUNT"
+	done
+	for c in $OK_CONFS; do
+		use "$c" || continue
+		run_part "$c" "latency 0->$TO1" latency --reps "$REPS" --from 0 --to "$TO1" \
+			--pages "$LAT_PAGES" --folios "$LAT_FOLIOS"
+	done
+	for hog in "" --hog; do
+		for c in $OK_CONFS; do
+			case " $COMPACT " in *" $c "*) ;; *) continue ;; esac
+			use "$c" || continue
+			run_part "$c" "compaction${hog:+ hog}" compaction --node "$CNODE" \
+				--fill-pct "$FILL" $hog
+		done
+	done
+fi
+
+# ---------------------------------------------------------------- the end
+
+if [ -d $MO ]; then
+	write_sys $MO/engine none
+	for m in $LOADED; do rmmod "$m" 2>/dev/null; done
+fi
+
+final_summary "$J" "$first"
+
+echo "# $NMEAS measurement lines, $(since "$T_START") s in all; file: $J"
+if [ "${MO_SEND:-1}" != 0 ]; then
+	echo "@@MO-FILE-BEGIN bench.jsonl"
+	base64 "$J"
+	echo "@@MO-FILE-END bench.jsonl size=$(wc -c < "$J" | tr -d ' ') sha256=$(sha256sum "$J" | cut -d' ' -f1)"
+fi
+if [ "$FAILED" = 0 ] && [ "$NMEAS" -gt 0 ]; then
+	echo "ok 1 bench"
+	rc=0
+else
+	echo "# $FAILED part(s) failed or did not verify their data"
+	echo "not ok 1 bench"
+	rc=1
+fi
+echo "1..1"
+exit $rc

@@ -1,0 +1,1946 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mo_bench: the migrate-offload benchmarks, guest side.
+ *
+ *   mo_bench tput       [opts]  move_pages() throughput per folio size
+ *   mo_bench count      [opts]  throughput against the number of 2M folios
+ *   mo_bench latency    [opts]  when does the first page become usable again
+ *   mo_bench memcpy     [opts]  user-space memcpy bandwidth (the ceiling)
+ *   mo_bench compaction [opts]  hugepage allocation on a fragmented node
+ *
+ * Every measurement is one JSON object on one line of stdout (flat keys);
+ * messages go to stderr. Runs on the lab's VM and unchanged on a bare-metal
+ * NUMA machine, with or without the migrate-offload series (engine
+ * "vanilla" when /sys/kernel/mm/migrate_offload does not exist).
+ *
+ * Exit status: 0 done, 1 a measurement failed (corrupted data, a failed
+ * move), 2 usage or setup error, 4 skipped (e.g. fewer than two memory
+ * nodes, not root).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "mo_bench"
+#define MAX_LIST 32
+#define MAX_NODES 64
+#define PMD_SIZE (2UL << 20)
+#define MIB (1UL << 20)
+#define GIB (1UL << 30)
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+#define EXIT_SKIP 4
+
+#define MO_DIR "/sys/kernel/mm/migrate_offload"
+#define THP_DIR "/sys/kernel/mm/transparent_hugepage"
+#define NODE_DIR "/sys/devices/system/node"
+
+/* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h) */
+#define KPF_COMPOUND_HEAD 15
+#define KPF_COMPOUND_TAIL 16
+
+enum mode { M_TPUT, M_COUNT, M_LATENCY, M_MEMCPY, M_COMPACTION };
+static const char *const mode_names[] = {
+	"tput", "count", "latency", "memcpy", "compaction",
+};
+
+struct list {
+	long v[MAX_LIST];
+	int n;
+};
+
+static struct {
+	enum mode mode;
+	long size_mb;
+	int from, to;
+	struct list folio_kb, folios, pages;
+	int reps;
+	int node;
+	int fill_pct;
+	long huge;		/* -1: default */
+	bool hog;
+	int cpu;		/* -1: not pinned */
+	const char *json_out;
+	const char *config;
+} opt = {
+	.size_mb = 256, .from = 0, .to = 1, .reps = -1, .node = 1,
+	.fill_pct = 80, .huge = -1, .cpu = -1,
+};
+
+static size_t page_size;
+static char engine[64];
+static char kernel_rel[128];
+static FILE *json_file;
+static int failures;		/* measurements that failed */
+
+/* ---------------------------------------------------------------- misc */
+
+static void fatal(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+static void fatal(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		fatal(EXIT_USAGE, "out of memory (%zu bytes)", n);
+	return p;
+}
+
+/* Read a small file into @buf (NUL-terminated, trailing newline cut). */
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	return 0;
+}
+
+/* Write @val to a sysfs/procfs file; 0 or -errno. Async-signal-safe. */
+static int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st);
+}
+
+/* ------------------------------------------- settings saved and restored */
+
+/*
+ * Global settings changed by a run (THP sizes, nr_hugepages) are recorded
+ * with their first value and put back at exit, also on SIGINT/SIGTERM.
+ */
+#define MAX_SAVED 32
+static struct saved {
+	char path[160];
+	char val[64];
+} saved[MAX_SAVED];
+static volatile int nr_saved;
+static volatile pid_t hog_pid;
+
+static void restore_settings(void)
+{
+	int i;
+
+	if (hog_pid > 0)
+		kill(hog_pid, SIGKILL);
+	for (i = nr_saved - 1; i >= 0; i--)
+		write_file(saved[i].path, saved[i].val);
+}
+
+static void on_fatal_signal(int sig)
+{
+	restore_settings();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The active value of a sysfs choice file ("always [madvise] never"). */
+static int read_choice(const char *path, char *out, size_t len)
+{
+	char buf[256], *b, *e;
+	int ret = read_file(path, buf, sizeof(buf));
+	size_t n;
+
+	if (ret)
+		return ret;
+	b = strchr(buf, '[');
+	e = b ? strchr(b, ']') : NULL;
+	if (b && e) {
+		*e = 0;
+		b++;
+	} else {
+		b = buf;
+	}
+	n = strlen(b);
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, b, n);
+	out[n] = 0;
+	return 0;
+}
+
+/* Write @val to @path after recording the current value to restore. */
+static int set_setting(const char *path, const char *val)
+{
+	char cur[64];
+	int i;
+
+	for (i = 0; i < nr_saved; i++)
+		if (!strcmp(saved[i].path, path))
+			break;
+	if (i == nr_saved) {
+		if (read_choice(path, cur, sizeof(cur)))
+			return -errno;
+		if (nr_saved < MAX_SAVED) {
+			snprintf(saved[i].path, sizeof(saved[i].path), "%s", path);
+			snprintf(saved[i].val, sizeof(saved[i].val), "%s", cur);
+			nr_saved++;
+		}
+	}
+	return write_file(path, val);
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+struct json {
+	char buf[4096];
+	size_t len;
+};
+
+static void j_raw(struct json *j, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void j_raw(struct json *j, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (j->len >= sizeof(j->buf) - 64)
+		return;
+	n = snprintf(j->buf + j->len, sizeof(j->buf) - j->len, "%s\"%s\":",
+		     j->len > 1 ? "," : "", key);
+	if (n > 0)
+		j->len += n;
+	va_start(ap, fmt);
+	n = vsnprintf(j->buf + j->len, sizeof(j->buf) - j->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		j->len += n;
+	if (j->len > sizeof(j->buf) - 4)
+		j->len = sizeof(j->buf) - 4;
+}
+
+static void j_str(struct json *j, const char *key, const char *s)
+{
+	char esc[512];
+	size_t o = 0;
+
+	for (; *s && o < sizeof(esc) - 8; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\') {
+			esc[o++] = '\\';
+			esc[o++] = c;
+		} else if (c < 0x20) {
+			o += snprintf(esc + o, sizeof(esc) - o, "\\u%04x", c);
+		} else {
+			esc[o++] = c;
+		}
+	}
+	esc[o] = 0;
+	j_raw(j, key, "\"%s\"", esc);
+}
+
+static void j_int(struct json *j, const char *key, long long v)
+{
+	j_raw(j, key, "%lld", v);
+}
+
+static void j_num(struct json *j, const char *key, double v)
+{
+	if (v != v)
+		j_raw(j, key, "null");
+	else
+		j_raw(j, key, "%.6g", v);
+}
+
+static void j_bool(struct json *j, const char *key, bool v)
+{
+	j_raw(j, key, v ? "true" : "false");
+}
+
+static void j_null(struct json *j, const char *key)
+{
+	j_raw(j, key, "null");
+}
+
+/* Common keys; @folio_kb 0 = not applicable. */
+static void j_begin(struct json *j, long folio_kb, long long size_bytes, int rep)
+{
+	j->len = 0;
+	j->buf[j->len++] = '{';
+	j->buf[j->len] = 0;
+	j_str(j, "mode", mode_names[opt.mode]);
+	j_str(j, "config", opt.config ? opt.config : engine);
+	j_str(j, "engine", engine);
+	if (folio_kb)
+		j_int(j, "folio_kb", folio_kb);
+	else
+		j_null(j, "folio_kb");
+	j_int(j, "size_bytes", size_bytes);
+	j_int(j, "rep", rep);
+}
+
+static void j_end(struct json *j)
+{
+	j->buf[j->len++] = '}';
+	j->buf[j->len++] = '\n';
+	j->buf[j->len] = 0;
+	fputs(j->buf, stdout);
+	fflush(stdout);
+	if (json_file) {
+		fputs(j->buf, json_file);
+		fflush(json_file);
+	}
+}
+
+/* A measurement that could not be made, with the reason. */
+static void j_skipped(long folio_kb, long long size_bytes, const char *extra_key,
+		      long extra, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void j_skipped(long folio_kb, long long size_bytes, const char *extra_key,
+		      long extra, const char *fmt, ...)
+{
+	struct json j;
+	char reason[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	j_begin(&j, folio_kb, size_bytes, 0);
+	if (extra_key)
+		j_int(&j, extra_key, extra);
+	j_str(&j, "kernel", kernel_rel);
+	j_bool(&j, "skipped", true);
+	j_str(&j, "reason", reason);
+	j_end(&j);
+	note("%s: skipped: %s", mode_names[opt.mode], reason);
+}
+
+/* ----------------------------------------------------- system counters */
+
+static const char *const vm_keys[] = {
+	"pgmigrate_success", "pgmigrate_fail",
+	"pgmigrate_batch_copied", "pgmigrate_batch_fallback",
+	"pgmigrate_batch_wasted",
+	"thp_migration_success", "thp_migration_fail", "thp_migration_split",
+	"compact_migrate_scanned", "compact_free_scanned", "compact_isolated",
+	"compact_stall", "compact_fail", "compact_success",
+};
+#define NR_VM (sizeof(vm_keys) / sizeof(vm_keys[0]))
+enum { VM_SUCCESS, VM_FAIL, VM_COPIED, VM_FALLBACK, VM_WASTED, VM_THP_OK,
+       VM_THP_FAIL, VM_THP_SPLIT, VM_COMPACT0 };
+
+/* /proc/stat "cpu" fields */
+enum { ST_USER, ST_NICE, ST_SYSTEM, ST_IDLE, ST_IOWAIT, ST_IRQ, ST_SOFTIRQ,
+       ST_STEAL, NR_ST };
+
+struct snap {
+	long long vm[NR_VM];
+	bool have_vm[NR_VM];
+	long long st[NR_ST];
+	long long tlb;
+	bool have_tlb;
+	struct rusage ru;
+	long long t;
+};
+
+static void snap_take(struct snap *s)
+{
+	char line[512], name[128];
+	long long val;
+	FILE *f;
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	f = fopen("/proc/vmstat", "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%127s %lld", name, &val) != 2)
+				continue;
+			for (i = 0; i < NR_VM; i++)
+				if (!strcmp(name, vm_keys[i])) {
+					s->vm[i] = val;
+					s->have_vm[i] = true;
+				}
+		}
+		fclose(f);
+	}
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			sscanf(line, "cpu %lld %lld %lld %lld %lld %lld %lld %lld",
+			       &s->st[0], &s->st[1], &s->st[2], &s->st[3],
+			       &s->st[4], &s->st[5], &s->st[6], &s->st[7]);
+		fclose(f);
+	}
+	f = fopen("/proc/interrupts", "r");
+	if (f) {
+		char *buf = NULL, *p, *end;
+		size_t cap = 0;
+
+		while (getline(&buf, &cap, f) > 0) {
+			p = buf + strspn(buf, " ");
+			if (strncmp(p, "TLB:", 4))
+				continue;
+			p += 4;
+			s->have_tlb = true;
+			for (;;) {
+				val = strtoll(p, &end, 10);
+				if (end == p)
+					break;
+				s->tlb += val;
+				p = end;
+			}
+			break;
+		}
+		free(buf);
+		fclose(f);
+	}
+	getrusage(RUSAGE_SELF, &s->ru);
+	s->t = now_ns();
+}
+
+static double jiffies_s(long long j)
+{
+	static long hz;
+
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	return (double)j / (hz > 0 ? hz : 100);
+}
+
+static void j_vm(struct json *j, const struct snap *a, const struct snap *b,
+		 size_t idx)
+{
+	if (a->have_vm[idx] && b->have_vm[idx])
+		j_int(j, vm_keys[idx], b->vm[idx] - a->vm[idx]);
+	else
+		j_null(j, vm_keys[idx]);
+}
+
+/* Migration counters, machine CPU time and TLB shootdowns over @bytes. */
+static void j_costs(struct json *j, const struct snap *a, const struct snap *b,
+		    double bytes)
+{
+	double gib = bytes / GIB;
+	double sys = jiffies_s((b->st[ST_SYSTEM] - a->st[ST_SYSTEM]) +
+			       (b->st[ST_IRQ] - a->st[ST_IRQ]) +
+			       (b->st[ST_SOFTIRQ] - a->st[ST_SOFTIRQ]));
+	size_t i;
+
+	for (i = 0; i < VM_COMPACT0; i++)
+		j_vm(j, a, b, i);
+	j_num(j, "sys_s", sys);
+	j_num(j, "sys_s_per_gib", gib > 0 ? sys / gib : 0);
+	if (a->have_tlb && b->have_tlb) {
+		j_int(j, "tlb_ipis", b->tlb - a->tlb);
+		j_num(j, "tlb_ipis_per_gib", gib > 0 ? (b->tlb - a->tlb) / gib : 0);
+	} else {
+		j_null(j, "tlb_ipis");
+		j_null(j, "tlb_ipis_per_gib");
+	}
+}
+
+/* ----------------------------------------------------------------- nodes */
+
+static bool node_has_memory(int node)
+{
+	char path[128], buf[4096], *p;
+	long long kb;
+
+	if (node < 0 || node >= MAX_NODES)
+		return false;
+	snprintf(path, sizeof(path), NODE_DIR "/node%d/meminfo", node);
+	if (read_file(path, buf, sizeof(buf)))
+		return false;
+	p = strstr(buf, "MemTotal:");
+	return p && sscanf(p, "MemTotal: %lld", &kb) == 1 && kb > 0;
+}
+
+/* MemFree of @node in bytes, -1 if unknown. */
+static long long node_memfree(int node)
+{
+	char path[128], buf[4096], *p;
+	long long kb;
+
+	snprintf(path, sizeof(path), NODE_DIR "/node%d/meminfo", node);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "MemFree:");
+	if (!p || sscanf(p, "MemFree: %lld", &kb) != 1)
+		return -1;
+	return kb * 1024;
+}
+
+static void memory_nodes(char *out, size_t len)
+{
+	size_t o = 0;
+	int n;
+
+	out[0] = 0;
+	for (n = 0; n < MAX_NODES && o < len - 8; n++)
+		if (node_has_memory(n))
+			o += snprintf(out + o, len - o, "%s%d", o ? "," : "", n);
+	if (!o)
+		snprintf(out, len, "none");
+}
+
+/* Skip the mode (exit 4) unless @a and @b are memory nodes. */
+static void need_nodes(int a, int b)
+{
+	char have[128];
+
+	if (node_has_memory(a) && node_has_memory(b))
+		return;
+	memory_nodes(have, sizeof(have));
+	j_skipped(0, 0, NULL, 0, "needs memory nodes %d and %d; memory nodes here: %s",
+		  a, b, have);
+	exit(EXIT_SKIP);
+}
+
+/*
+ * Root is needed for the settings and /proc/kpageflags. Automatic NUMA
+ * balancing is switched off for the run (and restored): it would migrate
+ * the buffers behind our back and skew the counters.
+ */
+static void need_root(void)
+{
+	if (geteuid() != 0) {
+		j_skipped(0, 0, NULL, 0, "needs root (sysfs settings, /proc/kpageflags)");
+		exit(EXIT_SKIP);
+	}
+	if (exists("/proc/sys/kernel/numa_balancing"))
+		set_setting("/proc/sys/kernel/numa_balancing", "0");
+}
+
+/* 0 if @bytes fit on @node with a margin; otherwise what is free there. */
+static long long short_of_memory(int node, size_t bytes)
+{
+	long long free = node_memfree(node);
+	long long want = bytes + bytes / 8 + 32 * MIB;
+
+	if (free < 0 || free >= want)
+		return 0;
+	return free;
+}
+
+/* --------------------------------------------------------------- buffers */
+
+/* @len bytes of anonymous memory aligned to 2M (THP needs it). */
+static uint8_t *map_aligned(size_t len)
+{
+	size_t total = len + PMD_SIZE;
+	uint8_t *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t start, end;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	start = ((uintptr_t)p + PMD_SIZE - 1) & ~(PMD_SIZE - 1);
+	end = start + len;
+	if (start > (uintptr_t)p)
+		munmap(p, start - (uintptr_t)p);
+	if ((uintptr_t)p + total > end)
+		munmap((void *)end, (uintptr_t)p + total - end);
+	return (uint8_t *)start;
+}
+
+static inline uint64_t pattern_word(uint64_t idx, uint64_t seed)
+{
+	uint64_t x = (idx + seed * 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
+
+	return x ^ (x >> 29);
+}
+
+/* Fill @len bytes (a multiple of 8) at @p, which is at @base in the buffer. */
+static void fill(uint8_t *p, size_t base, size_t len, uint64_t seed)
+{
+	uint64_t *w = (uint64_t *)p, idx = base / 8;
+	size_t i, n = len / 8;
+
+	for (i = 0; i < n; i++)
+		w[i] = pattern_word(idx + i, seed);
+}
+
+/* Bytes that differ from the pattern; the first is reported. */
+static size_t verify(const uint8_t *p, size_t base, size_t len, uint64_t seed,
+		     const char *what)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	uint64_t idx = base / 8;
+	size_t i, n = len / 8, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t want = pattern_word(idx + i, seed), x = w[i] ^ want;
+		int b;
+
+		if (!x)
+			continue;
+		if (!bad && what)
+			note("%s: corrupted data at byte offset %zu: %#llx, want %#llx",
+			     what, base + i * 8, (unsigned long long)w[i],
+			     (unsigned long long)want);
+		for (b = 0; b < 8; b++)
+			bad += !!((x >> (8 * b)) & 0xff);
+	}
+	return bad;
+}
+
+/* ----------------------------------------------------- folio sizes (mTHP) */
+
+static const long mthp_sizes[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
+#define NR_MTHP (sizeof(mthp_sizes) / sizeof(mthp_sizes[0]))
+
+static bool valid_folio_kb(long kb)
+{
+	size_t i;
+
+	if (kb == 4)
+		return true;
+	for (i = 0; i < NR_MTHP; i++)
+		if (mthp_sizes[i] == kb)
+			return true;
+	return false;
+}
+
+/*
+ * Anonymous faults get @kb folios only: hugepages-<kb>kB/enabled=always,
+ * every other size never (4: all never), THP enabled=madvise.
+ * Returns NULL or the reason it cannot be done.
+ */
+static const char *set_folio_size(long kb, char *why, size_t len)
+{
+	char path[160];
+	size_t i;
+	int ret;
+
+	if (kb != 4) {
+		snprintf(path, sizeof(path), THP_DIR "/hugepages-%ldkB/enabled", kb);
+		if (!exists(path)) {
+			snprintf(why, len, "no %s (size not supported by this kernel)", path);
+			return why;
+		}
+	}
+	if (exists(THP_DIR "/enabled")) {
+		ret = set_setting(THP_DIR "/enabled", "madvise");
+		if (ret) {
+			snprintf(why, len, "cannot set " THP_DIR "/enabled: %s",
+				 strerror(-ret));
+			return why;
+		}
+	}
+	for (i = 0; i < NR_MTHP; i++) {
+		snprintf(path, sizeof(path), THP_DIR "/hugepages-%ldkB/enabled",
+			 mthp_sizes[i]);
+		if (!exists(path))
+			continue;
+		ret = set_setting(path, mthp_sizes[i] == kb ? "always" : "never");
+		if (ret) {
+			snprintf(why, len, "cannot set %s: %s", path, strerror(-ret));
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/* Per-page /proc/self/pagemap entries of [@p, @p + @len), or NULL. */
+static uint64_t *read_pagemap(const void *p, size_t len)
+{
+	size_t n = len / page_size, done = 0;
+	uint64_t *ent = xmalloc(n * sizeof(*ent));
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0) {
+		free(ent);
+		return NULL;
+	}
+	while (done < n) {
+		off_t off = ((uintptr_t)p / page_size + done) * sizeof(*ent);
+		ssize_t r = pread(fd, ent + done, (n - done) * sizeof(*ent), off);
+
+		if (r <= 0) {
+			close(fd);
+			free(ent);
+			return NULL;
+		}
+		done += r / sizeof(*ent);
+	}
+	close(fd);
+	return ent;
+}
+
+#define PM_PFN(e) ((e) & ((1ULL << 55) - 1))
+#define PM_PRESENT(e) (((e) >> 63) & 1)
+
+struct kpf_cache {
+	int fd;
+	uint64_t base, n;
+	uint64_t v[512];
+};
+
+static int kpf_get(struct kpf_cache *c, uint64_t pfn, uint64_t *flags)
+{
+	if (pfn < c->base || pfn >= c->base + c->n) {
+		ssize_t r;
+
+		c->base = pfn & ~511ULL;
+		r = pread(c->fd, c->v, sizeof(c->v), c->base * 8);
+		if (r < 8 || (pfn - c->base) >= (uint64_t)r / 8) {
+			c->n = 0;
+			return -1;
+		}
+		c->n = r / 8;
+	}
+	*flags = c->v[pfn - c->base];
+	return 0;
+}
+
+/*
+ * Percentage of the buffer's pages that sit in folios of exactly @kb
+ * (pagemap + kpageflags); NaN when that cannot be read (no root, no
+ * CONFIG_PROC_PAGE_MONITOR).
+ */
+static double folio_share(const void *p, size_t len, long kb)
+{
+	size_t n = len / page_size, i = 0, match = 0, want = kb * 1024 / page_size;
+	uint64_t *pm = read_pagemap(p, len), fl;
+	struct kpf_cache c = { .n = 0 };
+
+	if (!pm)
+		return NAN;
+	c.fd = open("/proc/kpageflags", O_RDONLY);
+	if (c.fd < 0) {
+		free(pm);
+		return NAN;
+	}
+	while (i < n) {
+		uint64_t pfn = PM_PFN(pm[i]);
+		size_t j;
+
+		if (!PM_PRESENT(pm[i])) {
+			i++;
+			continue;
+		}
+		if (!pfn || kpf_get(&c, pfn, &fl)) {	/* PFNs hidden */
+			match = SIZE_MAX;
+			break;
+		}
+		if (fl & (1ULL << KPF_COMPOUND_HEAD)) {
+			for (j = i + 1; j < n; j++) {
+				uint64_t t;
+
+				if (!PM_PRESENT(pm[j]) || PM_PFN(pm[j]) != pfn + (j - i) ||
+				    kpf_get(&c, PM_PFN(pm[j]), &t) ||
+				    !(t & (1ULL << KPF_COMPOUND_TAIL)))
+					break;
+			}
+			if (j - i == want)
+				match += j - i;
+			i = j;
+		} else {
+			if (!(fl & (1ULL << KPF_COMPOUND_TAIL)) && want == 1)
+				match++;
+			i++;
+		}
+	}
+	close(c.fd);
+	free(pm);
+	if (match == SIZE_MAX)
+		return NAN;
+	return 100.0 * match / n;
+}
+
+/* ---------------------------------------------------------------- moving */
+
+struct move_result {
+	long ret;		/* move_pages() return value */
+	int err;		/* its errno if ret < 0 */
+	long long ns;
+	size_t not_moved, ebusy, eagain, other;
+	size_t stayed_behind;	/* query: not on the target node */
+	size_t reported_but_moved; /* status said not moved, query says moved */
+};
+
+struct mover {
+	size_t n;
+	void **pages;
+	int *nodes, *status, *query;
+};
+
+static void mover_init(struct mover *m, uint8_t *buf, size_t len)
+{
+	size_t i;
+
+	m->n = len / page_size;
+	m->pages = xmalloc(m->n * sizeof(*m->pages));
+	m->nodes = xmalloc(m->n * sizeof(*m->nodes));
+	m->status = xmalloc(m->n * sizeof(*m->status));
+	m->query = xmalloc(m->n * sizeof(*m->query));
+	for (i = 0; i < m->n; i++)
+		m->pages[i] = buf + i * page_size;
+	/* fault in the arrays now, not inside the timed call */
+	memset(m->status, 0, m->n * sizeof(*m->status));
+	memset(m->query, 0, m->n * sizeof(*m->query));
+}
+
+static void mover_free(struct mover *m)
+{
+	free(m->pages);
+	free(m->nodes);
+	free(m->status);
+	free(m->query);
+}
+
+/* Pages of the buffer now on @node (by a move_pages() query), or -1. */
+static long count_on(struct mover *m, int node)
+{
+	size_t i, on = 0;
+
+	if (move_pages(0, m->n, m->pages, NULL, m->query, 0) < 0)
+		return -1;
+	for (i = 0; i < m->n; i++)
+		on += m->query[i] == node;
+	return on;
+}
+
+/* One timed move_pages() of the whole buffer to @node, then a query. */
+static void move_timed(struct mover *m, int node, struct move_result *r,
+		       void (*before)(void *), void *arg)
+{
+	size_t i;
+	long long t0;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < m->n; i++) {
+		m->nodes[i] = node;
+		m->status[i] = INT_MIN;
+	}
+	if (before)
+		before(arg);
+	t0 = now_ns();
+	r->ret = move_pages(0, m->n, m->pages, m->nodes, m->status, MPOL_MF_MOVE);
+	r->ns = now_ns() - t0;
+	if (r->ret < 0)
+		r->err = errno;
+	if (move_pages(0, m->n, m->pages, NULL, m->query, 0) < 0)
+		for (i = 0; i < m->n; i++)
+			m->query[i] = INT_MIN;
+	for (i = 0; i < m->n; i++) {
+		bool here = m->query[i] == node;
+
+		r->stayed_behind += !here;
+		if (m->status[i] == node)
+			continue;
+		r->not_moved++;
+		if (m->status[i] == -EBUSY)
+			r->ebusy++;
+		else if (m->status[i] == -EAGAIN)
+			r->eagain++;
+		else
+			r->other++;
+		r->reported_but_moved += here;
+	}
+}
+
+static void j_move(struct json *j, const struct move_result *r)
+{
+	j_int(j, "move_ret", r->ret);
+	if (r->ret < 0)
+		j_str(j, "move_error", strerror(r->err));
+	j_int(j, "not_moved", r->not_moved);
+	j_int(j, "ebusy", r->ebusy);
+	j_int(j, "eagain", r->eagain);
+	j_int(j, "other_status", r->other);
+	j_int(j, "stayed_behind", r->stayed_behind);
+	j_int(j, "reported_but_moved", r->reported_but_moved);
+}
+
+/*
+ * A fresh buffer of @len bytes with @kb folios, filled with the pattern of
+ * @seed and placed on @node (preferred policy at fault time, then
+ * move_pages() for the pages that landed elsewhere). Returns the share of
+ * pages on @node in *@placed.
+ */
+static uint8_t *fresh_buffer(size_t len, long kb, int node, uint64_t seed,
+			     struct mover *m, double *placed)
+{
+	unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long)) + 1] = { 0 };
+	uint8_t *buf = map_aligned(len);
+	long on;
+	size_t i;
+
+	if (!buf)
+		return NULL;
+	if (kb > 4)
+		madvise(buf, len, MADV_HUGEPAGE);
+	else
+		madvise(buf, len, MADV_NOHUGEPAGE);
+	mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+	mbind(buf, len, MPOL_PREFERRED, mask, MAX_NODES, 0);
+	fill(buf, 0, len, seed);
+	/* back to the default policy: the timed move must not fight it */
+	mbind(buf, len, MPOL_DEFAULT, NULL, 0, 0);
+	mover_init(m, buf, len);
+	for (i = 0; i < m->n; i++)
+		m->nodes[i] = node;
+	on = count_on(m, node);
+	if (on >= 0 && (size_t)on < m->n) {
+		move_pages(0, m->n, m->pages, m->nodes, m->status, MPOL_MF_MOVE);
+		on = count_on(m, node);
+	}
+	*placed = on < 0 ? NAN : 100.0 * on / m->n;
+	return buf;
+}
+
+/* ------------------------------------------------------------ tput, count */
+
+static int mode_reps(void)
+{
+	if (opt.reps > 0)
+		return opt.reps;
+	return opt.mode == M_COMPACTION ? 1 : 5;
+}
+
+static void pin_self(void)
+{
+	cpu_set_t set;
+
+	if (opt.cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(opt.cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fatal(EXIT_USAGE, "cannot run on CPU %d: %s", opt.cpu, strerror(errno));
+}
+
+/* One measured move of @len bytes of @kb folios; @folios > 0 for "count". */
+static void tput_one(long kb, size_t len, long folios, int rep)
+{
+	uint64_t seed = (uint64_t)opt.mode << 40 | (uint64_t)kb << 16 | rep;
+	struct move_result r;
+	struct snap a, b;
+	struct mover m;
+	struct json j;
+	double placed, share, share_after, secs;
+	size_t bad;
+	uint8_t *buf;
+
+	buf = fresh_buffer(len, kb, opt.from, seed, &m, &placed);
+	if (!buf) {
+		j_skipped(kb, len, folios ? "folios" : NULL, folios,
+			  "mmap of %zu bytes failed: %s", len, strerror(errno));
+		failures++;
+		return;
+	}
+	share = folio_share(buf, len, kb);
+	snap_take(&a);
+	move_timed(&m, opt.to, &r, NULL, NULL);
+	snap_take(&b);
+	bad = verify(buf, 0, len, seed, mode_names[opt.mode]);
+	share_after = folio_share(buf, len, kb);
+	secs = r.ns / 1e9;
+
+	j_begin(&j, kb, len, rep);
+	if (folios)
+		j_int(&j, "folios", folios);
+	j_int(&j, "from", opt.from);
+	j_int(&j, "to", opt.to);
+	j_int(&j, "pages", m.n);
+	j_num(&j, "seconds", secs);
+	j_num(&j, "gbps", secs > 0 ? len / secs / 1e9 : NAN);
+	j_num(&j, "folio_share", share);
+	j_num(&j, "folio_share_after", share_after);
+	j_num(&j, "placed_share", placed);
+	j_move(&j, &r);
+	j_int(&j, "bad_bytes", bad);
+	j_bool(&j, "verified", !bad && r.ret >= 0);
+	j_costs(&j, &a, &b, len);
+	j_str(&j, "kernel", kernel_rel);
+	j_end(&j);
+	if (bad || r.ret < 0) {
+		if (r.ret < 0)
+			note("%s: move_pages: %s", mode_names[opt.mode], strerror(r.err));
+		failures++;
+	}
+	mover_free(&m);
+	munmap(buf, len);
+}
+
+static void run_tput(void)
+{
+	char why[256];
+	int i, rep;
+
+	need_root();
+	need_nodes(opt.from, opt.to);
+	pin_self();
+	for (i = 0; i < opt.folio_kb.n; i++) {
+		long kb = opt.folio_kb.v[i];
+		size_t len = opt.size_mb * MIB;
+		long long free;
+
+		if (set_folio_size(kb, why, sizeof(why))) {
+			j_skipped(kb, len, NULL, 0, "%s", why);
+			continue;
+		}
+		if ((free = short_of_memory(opt.from, len)) ||
+		    (free = short_of_memory(opt.to, len))) {
+			j_skipped(kb, len, NULL, 0,
+				  "%zu MiB do not fit: node %d or %d has %lld MiB free",
+				  len / MIB, opt.from, opt.to, free / (long long)MIB);
+			continue;
+		}
+		for (rep = 0; rep < mode_reps(); rep++)
+			tput_one(kb, len, 0, rep);
+	}
+}
+
+static void run_count(void)
+{
+	char why[256];
+	int i, rep;
+
+	need_root();
+	need_nodes(opt.from, opt.to);
+	pin_self();
+	if (set_folio_size(2048, why, sizeof(why))) {
+		j_skipped(2048, 0, NULL, 0, "%s", why);
+		exit(EXIT_SKIP);
+	}
+	for (i = 0; i < opt.folios.n; i++) {
+		long n = opt.folios.v[i];
+		size_t len = n * PMD_SIZE;
+		long long free;
+
+		if ((free = short_of_memory(opt.from, len)) ||
+		    (free = short_of_memory(opt.to, len))) {
+			j_skipped(2048, len, "folios", n,
+				  "%zu MiB do not fit: node %d or %d has %lld MiB free",
+				  len / MIB, opt.from, opt.to, free / (long long)MIB);
+			continue;
+		}
+		for (rep = 0; rep < mode_reps(); rep++)
+			tput_one(2048, len, n, rep);
+	}
+}
+
+/* --------------------------------------------------------------- latency */
+
+/*
+ * The reader keeps the NR_GAPS longest gaps between consecutive reads of
+ * page 0 since the move began; afterwards the longest one that overlaps
+ * the move is picked (the reader learns when the move ended only later).
+ */
+#define NR_GAPS 32
+
+struct gap {
+	long long start, end;
+};
+
+struct reader {
+	volatile uint64_t *word;	/* in page 0 of the buffer */
+	int cpu;
+	atomic_int stop, started, saw_end;
+	atomic_llong t0, t_end;		/* ns; 0 until set */
+	/* results, valid after join */
+	struct gap gaps[NR_GAPS];
+	int nr_gaps;
+	long long reads_during, warm_reads, warm_ns;
+	uint64_t sink;
+};
+
+static void reader_gap(struct reader *r, long long start, long long end)
+{
+	long long len = end - start;
+	int i, min = 0;
+
+	if (r->nr_gaps < NR_GAPS) {
+		r->gaps[r->nr_gaps++] = (struct gap){ start, end };
+		return;
+	}
+	for (i = 1; i < NR_GAPS; i++)
+		if (r->gaps[i].end - r->gaps[i].start <
+		    r->gaps[min].end - r->gaps[min].start)
+			min = i;
+	if (len > r->gaps[min].end - r->gaps[min].start)
+		r->gaps[min] = (struct gap){ start, end };
+}
+
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+	long long prev, t, t0 = 0, te = 0, first, floor = 0;
+	uint64_t sink = 0;
+
+	if (r->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(r->cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	prev = first = now_ns();
+	atomic_store(&r->started, 1);
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		sink += *r->word;
+		t = now_ns();
+		if (!t0) {
+			t0 = atomic_load_explicit(&r->t0, memory_order_acquire);
+			if (!t0) {
+				r->warm_reads++;
+				r->warm_ns = t - first;
+				prev = t;
+				continue;
+			}
+		}
+		if (!te)
+			te = atomic_load_explicit(&r->t_end, memory_order_acquire);
+		if (t > t0) {
+			if (!te || prev < te)
+				r->reads_during++;
+			/* cheap filter: only gaps that may enter the top list */
+			if (t - prev > floor || r->nr_gaps < NR_GAPS) {
+				int i;
+
+				reader_gap(r, prev, t);
+				if (r->nr_gaps == NR_GAPS) {
+					floor = LLONG_MAX;
+					for (i = 0; i < NR_GAPS; i++)
+						if (r->gaps[i].end - r->gaps[i].start < floor)
+							floor = r->gaps[i].end - r->gaps[i].start;
+				}
+			}
+		}
+		if (te && t > te)
+			atomic_store(&r->saw_end, 1);
+		prev = t;
+	}
+	r->sink = sink;
+	return NULL;
+}
+
+/* The longest recorded gap overlapping [t0, te], or NULL. */
+static const struct gap *longest_gap(const struct reader *r, long long t0,
+				     long long te)
+{
+	const struct gap *best = NULL;
+	int i;
+
+	for (i = 0; i < r->nr_gaps; i++) {
+		const struct gap *g = &r->gaps[i];
+
+		if (g->end <= t0 || g->start >= te)
+			continue;
+		if (!best || g->end - g->start > best->end - best->start)
+			best = g;
+	}
+	return best;
+}
+
+static void latency_start(void *arg)
+{
+	struct reader *r = arg;
+
+	atomic_store_explicit(&r->t0, now_ns(), memory_order_release);
+}
+
+/* CPUs for the mover and the reader: different ones if possible. */
+static void pick_cpus(int *main_cpu, int *reader_cpu)
+{
+	cpu_set_t set;
+	int c;
+
+	*main_cpu = opt.cpu;
+	*reader_cpu = -1;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	if (*main_cpu < 0)
+		for (c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set)) {
+				*main_cpu = c;
+				break;
+			}
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set) && c != *main_cpu) {
+			*reader_cpu = c;
+			break;
+		}
+}
+
+static void latency_one(long kb, size_t len, long folios, int rep,
+			int main_cpu, int reader_cpu)
+{
+	uint64_t seed = (uint64_t)opt.mode << 40 | (uint64_t)len << 8 | rep;
+	struct reader rd = { .cpu = reader_cpu };
+	const struct gap *g;
+	struct move_result r;
+	struct snap a, b;
+	struct mover m;
+	struct json j;
+	pthread_t tid;
+	double placed, share;
+	long long t0, waited;
+	size_t bad;
+	uint8_t *buf;
+
+	buf = fresh_buffer(len, kb, opt.from, seed, &m, &placed);
+	if (!buf) {
+		j_skipped(kb, len, NULL, 0, "mmap failed: %s", strerror(errno));
+		failures++;
+		return;
+	}
+	share = folio_share(buf, len, kb);
+	rd.word = (volatile uint64_t *)buf;
+	if (pthread_create(&tid, NULL, reader_fn, &rd))
+		fatal(EXIT_USAGE, "pthread_create failed");
+	/* let the reader settle: some reads, at least 5 ms */
+	t0 = now_ns();
+	while (!atomic_load(&rd.started) || now_ns() - t0 < 5000000)
+		usleep(1000);
+	snap_take(&a);
+	move_timed(&m, opt.to, &r, latency_start, &rd);
+	atomic_store_explicit(&rd.t_end, atomic_load(&rd.t0) + r.ns,
+			      memory_order_release);
+	/* wait for a read that completes after the move, at most 2 s */
+	waited = now_ns();
+	while (!atomic_load(&rd.saw_end) && now_ns() - waited < 2000000000LL)
+		sched_yield();
+	atomic_store(&rd.stop, 1);
+	pthread_join(tid, NULL);
+	snap_take(&b);
+	bad = verify(buf, 0, len, seed, "latency");
+	t0 = atomic_load(&rd.t0);
+	g = longest_gap(&rd, t0, atomic_load(&rd.t_end));
+
+	j_begin(&j, kb, len, rep);
+	j_int(&j, "pages", m.n);
+	if (folios)
+		j_int(&j, "folios", folios);
+	j_int(&j, "from", opt.from);
+	j_int(&j, "to", opt.to);
+	j_num(&j, "move_us", r.ns / 1e3);
+	if (g) {
+		j_num(&j, "first_usable_us", (g->end - t0) / 1e3);
+		j_num(&j, "max_stall_us", (g->end - g->start) / 1e3);
+	} else {
+		j_null(&j, "first_usable_us");
+		j_null(&j, "max_stall_us");
+	}
+	j_int(&j, "reads_during", rd.reads_during);
+	j_num(&j, "read_period_ns",
+	      rd.warm_reads ? (double)rd.warm_ns / rd.warm_reads : NAN);
+	j_bool(&j, "reader_saw_end", atomic_load(&rd.saw_end));
+	j_int(&j, "main_cpu", main_cpu);
+	j_int(&j, "reader_cpu", reader_cpu);
+	j_bool(&j, "pinned", reader_cpu >= 0 && main_cpu >= 0);
+	j_num(&j, "folio_share", share);
+	j_num(&j, "placed_share", placed);
+	j_move(&j, &r);
+	j_int(&j, "bad_bytes", bad);
+	j_bool(&j, "verified", !bad && r.ret >= 0);
+	j_vm(&j, &a, &b, VM_SUCCESS);
+	j_vm(&j, &a, &b, VM_COPIED);
+	j_vm(&j, &a, &b, VM_FALLBACK);
+	j_str(&j, "kernel", kernel_rel);
+	j_end(&j);
+	if (bad || r.ret < 0)
+		failures++;
+	mover_free(&m);
+	munmap(buf, len);
+}
+
+static void run_latency(void)
+{
+	int main_cpu, reader_cpu, i, rep;
+	cpu_set_t set;
+	char why[256];
+
+	need_root();
+	need_nodes(opt.from, opt.to);
+	pick_cpus(&main_cpu, &reader_cpu);
+	if (main_cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(main_cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			fatal(EXIT_USAGE, "cannot run on CPU %d: %s", main_cpu,
+			      strerror(errno));
+	}
+	if (reader_cpu < 0)
+		note("latency: one CPU only: the reader shares it with the mover");
+
+	if (opt.pages.n && set_folio_size(4, why, sizeof(why))) {
+		j_skipped(4, 0, NULL, 0, "%s", why);
+	} else {
+		for (i = 0; i < opt.pages.n; i++)
+			for (rep = 0; rep < mode_reps(); rep++)
+				latency_one(4, opt.pages.v[i] * page_size, 0, rep,
+					    main_cpu, reader_cpu);
+	}
+	if (opt.folios.n && set_folio_size(2048, why, sizeof(why))) {
+		j_skipped(2048, 0, NULL, 0, "%s", why);
+		return;
+	}
+	for (i = 0; i < opt.folios.n; i++) {
+		size_t len = opt.folios.v[i] * PMD_SIZE;
+		long long free;
+
+		if ((free = short_of_memory(opt.from, len)) ||
+		    (free = short_of_memory(opt.to, len))) {
+			j_skipped(2048, len, "folios", opt.folios.v[i],
+				  "%zu MiB do not fit: %lld MiB free", len / MIB,
+				  free / (long long)MIB);
+			continue;
+		}
+		for (rep = 0; rep < mode_reps(); rep++)
+			latency_one(2048, len, opt.folios.v[i], rep, main_cpu,
+				    reader_cpu);
+	}
+}
+
+/* ---------------------------------------------------------------- memcpy */
+
+/* The node of the page at @p, or -1. */
+static int node_of(void *p)
+{
+	int status = -1;
+
+	if (move_pages(0, 1, &p, NULL, &status, 0) < 0 || status < 0)
+		return -1;
+	return status;
+}
+
+static void prefer_node(void *p, size_t len, int node)
+{
+	unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long)) + 1] = { 0 };
+
+	if (!node_has_memory(node))
+		return;
+	mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+	mbind(p, len, MPOL_PREFERRED, mask, MAX_NODES, 0);
+}
+
+static void run_memcpy(void)
+{
+	size_t len = opt.size_mb * MIB;
+	uint8_t *src = map_aligned(len), *dst = map_aligned(len);
+	int rep;
+
+	if (!src || !dst)
+		fatal(EXIT_USAGE, "memcpy: cannot map 2 x %ld MiB: %s", opt.size_mb,
+		      strerror(errno));
+	pin_self();
+	/* source on --from, destination on --to, where those nodes exist */
+	prefer_node(src, len, opt.from);
+	prefer_node(dst, len, opt.to);
+	fill(src, 0, len, 42);
+	memset(dst, 0, len);
+	for (rep = 0; rep < mode_reps(); rep++) {
+		struct json j;
+		long long t0, ns;
+		size_t bad;
+
+		t0 = now_ns();
+		memcpy(dst, src, len);
+		ns = now_ns() - t0;
+		bad = verify(dst, 0, len, 42, "memcpy");
+		j_begin(&j, 0, len, rep);
+		j_num(&j, "seconds", ns / 1e9);
+		j_num(&j, "gbps", ns > 0 ? len / (ns / 1e9) / 1e9 : NAN);
+		j_int(&j, "src_node", node_of(src));
+		j_int(&j, "dst_node", node_of(dst));
+		j_int(&j, "bad_bytes", bad);
+		j_bool(&j, "verified", !bad);
+		j_str(&j, "kernel", kernel_rel);
+		j_end(&j);
+		if (bad)
+			failures++;
+		memset(dst, 0, 4096);	/* the next rep must copy for real */
+	}
+	munmap(src, len);
+	munmap(dst, len);
+}
+
+/* ------------------------------------------------------------ compaction */
+
+/* Free 2M-or-larger blocks of @node from /proc/buddyinfo, in 2M units. */
+static long free_2m_blocks(int node)
+{
+	char line[512], zone[32];
+	long total = 0;
+	FILE *f = fopen("/proc/buddyinfo", "r");
+	int n, order, used;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+
+		if (sscanf(line, "Node %d, zone %31s%n", &n, zone, &used) != 2 || n != node)
+			continue;
+		p = line + used;
+		for (order = 0;; order++) {
+			char *end;
+			long c = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (order >= 9)
+				total += c << (order - 9);
+			p = end;
+		}
+	}
+	fclose(f);
+	return total;
+}
+
+/* The first CPU of @node, or -1. */
+static int node_first_cpu(int node)
+{
+	char path[128], buf[256];
+	int c;
+
+	snprintf(path, sizeof(path), NODE_DIR "/node%d/cpulist", node);
+	if (read_file(path, buf, sizeof(buf)) || sscanf(buf, "%d", &c) != 1)
+		return -1;
+	return c;
+}
+
+struct hog_shared {
+	volatile long long iters;
+};
+
+static pid_t start_hog(int cpu, struct hog_shared *sh)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		fatal(EXIT_USAGE, "fork: %s", strerror(errno));
+	if (!pid) {
+		cpu_set_t set;
+		unsigned int i;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+		for (;;) {
+			for (i = 0; i < 4096; i++)
+				__asm__ volatile("" ::: "memory");
+			__atomic_add_fetch(&sh->iters, 4096, __ATOMIC_RELAXED);
+		}
+	}
+	return pid;
+}
+
+static long long hog_count(struct hog_shared *sh)
+{
+	return __atomic_load_n(&sh->iters, __ATOMIC_RELAXED);
+}
+
+static void run_compaction_one(int rep, int cpu)
+{
+	char nr_path[160], buf[64];
+	long long memfree, fill_bytes, hog0 = 0, hog1 = 0, hog_base = 0;
+	long long t_base = 0, t0, t1;
+	long orig_huge, got = -1, target, free2m_before, free2m_after_frag;
+	size_t len, n, i, bad = 0, freed = 0;
+	uint64_t seed = 0xc0ffee00 + rep;
+	uint64_t *pm = NULL;
+	struct hog_shared *sh = NULL;
+	unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long)) + 1] = { 0 };
+	struct snap a, b;
+	struct json j;
+	bool by_pfn;
+	uint8_t *buf8;
+	int ret;
+
+	snprintf(nr_path, sizeof(nr_path),
+		 NODE_DIR "/node%d/hugepages/hugepages-2048kB/nr_hugepages", opt.node);
+	if (read_file(nr_path, buf, sizeof(buf)) || sscanf(buf, "%ld", &orig_huge) != 1) {
+		j_skipped(4, 0, NULL, 0, "no %s (no hugetlb 2M pages)", nr_path);
+		exit(EXIT_SKIP);
+	}
+	memfree = node_memfree(opt.node);
+	if (memfree <= 0) {
+		j_skipped(4, 0, NULL, 0, "MemFree of node %d unknown", opt.node);
+		exit(EXIT_SKIP);
+	}
+	fill_bytes = memfree / 100 * opt.fill_pct;
+	len = fill_bytes / PMD_SIZE * PMD_SIZE;
+	if (len < 4 * PMD_SIZE) {
+		j_skipped(4, len, NULL, 0, "node %d has too little free memory (%lld MiB)",
+			  opt.node, memfree / (long long)MIB);
+		exit(EXIT_SKIP);
+	}
+	n = len / page_size;
+
+	/* 4K pages bound to the node, no THP */
+	buf8 = map_aligned(len);
+	if (!buf8)
+		fatal(EXIT_USAGE, "compaction: mmap of %zu MiB: %s", len / MIB,
+		      strerror(errno));
+	madvise(buf8, len, MADV_NOHUGEPAGE);
+	madvise(buf8, len, MADV_DONTFORK);	/* the hog does not need it */
+	mask[opt.node / (8 * sizeof(unsigned long))] |=
+		1UL << (opt.node % (8 * sizeof(unsigned long)));
+	if (mbind(buf8, len, MPOL_BIND, mask, MAX_NODES, 0))
+		fatal(EXIT_USAGE, "compaction: mbind to node %d: %s", opt.node,
+		      strerror(errno));
+	fill(buf8, 0, len, seed);
+
+	/*
+	 * Free every other page: by physical frame number where pagemap shows
+	 * it (so no two free pages are neighbours), else by address.
+	 */
+	pm = read_pagemap(buf8, len);
+	by_pfn = pm && PM_PFN(pm[0]);
+	for (i = 0; i < n; i++) {
+		bool drop = by_pfn ? (PM_PRESENT(pm[i]) && (PM_PFN(pm[i]) & 1)) : (i & 1);
+		size_t k = i;
+
+		if (!drop)
+			continue;
+		/* coalesce a run of pages to drop */
+		while (k + 1 < n && (by_pfn ? (PM_PRESENT(pm[k + 1]) && (PM_PFN(pm[k + 1]) & 1))
+					   : false))
+			k++;
+		madvise(buf8 + i * page_size, (k - i + 1) * page_size, MADV_DONTNEED);
+		freed += k - i + 1;
+		i = k;
+	}
+	free2m_after_frag = free_2m_blocks(opt.node);
+	target = opt.huge >= 0 ? opt.huge
+			       : (free2m_after_frag > 0 ? free2m_after_frag : 0) +
+				 (long)(freed * page_size / 2 / PMD_SIZE);
+	free2m_before = free2m_after_frag;
+
+	if (opt.hog) {
+		sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (sh == MAP_FAILED)
+			fatal(EXIT_USAGE, "mmap: %s", strerror(errno));
+		sh->iters = 0;
+		hog_pid = start_hog(cpu, sh);
+		usleep(100000);
+		hog_base = hog_count(sh);
+		t_base = now_ns();
+		usleep(500000);
+		hog_base = hog_count(sh) - hog_base;
+		t_base = now_ns() - t_base;
+	}
+
+	snprintf(buf, sizeof(buf), "%ld", orig_huge + target);
+	snap_take(&a);
+	if (sh)
+		hog0 = hog_count(sh);
+	t0 = now_ns();
+	ret = set_setting(nr_path, buf);
+	t1 = now_ns();
+	if (sh)
+		hog1 = hog_count(sh);
+	snap_take(&b);
+	if (!read_file(nr_path, buf, sizeof(buf)) && sscanf(buf, "%ld", &got) == 1)
+		got -= orig_huge;
+	if (hog_pid > 0) {
+		kill(hog_pid, SIGKILL);
+		waitpid(hog_pid, NULL, 0);
+		hog_pid = 0;
+	}
+
+	/* give the pages back, then check what we kept */
+	snprintf(buf, sizeof(buf), "%ld", orig_huge);
+	write_file(nr_path, buf);
+	for (i = 0; i < n; i++) {
+		bool dropped = by_pfn ? (PM_PRESENT(pm[i]) && (PM_PFN(pm[i]) & 1)) : (i & 1);
+
+		if (!dropped)
+			bad += verify(buf8 + i * page_size, i * page_size, page_size,
+				      seed, bad ? NULL : "compaction");
+	}
+
+	{
+		double wall = (t1 - t0) / 1e9;
+		long long tot = 0;
+		double sys = jiffies_s((b.st[ST_SYSTEM] - a.st[ST_SYSTEM]) +
+				       (b.st[ST_IRQ] - a.st[ST_IRQ]) +
+				       (b.st[ST_SOFTIRQ] - a.st[ST_SOFTIRQ]));
+		double wsys = (b.ru.ru_stime.tv_sec - a.ru.ru_stime.tv_sec) +
+			      (b.ru.ru_stime.tv_usec - a.ru.ru_stime.tv_usec) / 1e6;
+		int k;
+
+		for (k = 0; k < NR_ST; k++)
+			tot += b.st[k] - a.st[k];
+		j_begin(&j, 4, len, rep);
+		j_int(&j, "node", opt.node);
+		j_int(&j, "fill_pct", opt.fill_pct);
+		j_bool(&j, "hog", opt.hog);
+		j_int(&j, "cpu", cpu);
+		j_str(&j, "fragment_by", by_pfn ? "pfn" : "vaddr");
+		j_int(&j, "freed_bytes", (long long)freed * page_size);
+		j_int(&j, "free_2m_before", free2m_before);
+		j_int(&j, "huge_target", target);
+		j_int(&j, "huge_obtained", got);
+		if (ret)
+			j_str(&j, "huge_write_error", strerror(-ret));
+		j_num(&j, "wall_s", wall);
+		for (k = 0; k < (int)NR_VM; k++)
+			if (k != VM_THP_OK && k != VM_THP_FAIL && k != VM_THP_SPLIT)
+				j_vm(&j, &a, &b, k);
+		j_num(&j, "user_s", jiffies_s((b.st[ST_USER] - a.st[ST_USER]) +
+					      (b.st[ST_NICE] - a.st[ST_NICE])));
+		j_num(&j, "sys_s", sys);
+		j_num(&j, "idle_s", jiffies_s((b.st[ST_IDLE] - a.st[ST_IDLE]) +
+					      (b.st[ST_IOWAIT] - a.st[ST_IOWAIT])));
+		j_num(&j, "sys_pct", tot > 0 ? 100.0 *
+		      ((b.st[ST_SYSTEM] - a.st[ST_SYSTEM]) +
+		       (b.st[ST_IRQ] - a.st[ST_IRQ]) +
+		       (b.st[ST_SOFTIRQ] - a.st[ST_SOFTIRQ])) / tot : NAN);
+		j_num(&j, "writer_sys_s", wsys);
+		j_num(&j, "writer_sys_pct", wall > 0 ? 100.0 * wsys / wall : NAN);
+		if (sh) {
+			j_int(&j, "hog_iterations", hog1 - hog0);
+			j_num(&j, "hog_per_s", wall > 0 ? (hog1 - hog0) / wall : NAN);
+			j_num(&j, "hog_base_per_s",
+			      t_base > 0 ? hog_base / (t_base / 1e9) : NAN);
+		}
+		j_int(&j, "bad_bytes", bad);
+		j_bool(&j, "verified", !bad);
+		j_str(&j, "kernel", kernel_rel);
+		j_end(&j);
+	}
+	if (bad)
+		failures++;
+	if (sh)
+		munmap(sh, sizeof(*sh));
+	free(pm);
+	munmap(buf8, len);
+}
+
+static void run_compaction(void)
+{
+	cpu_set_t set;
+	int cpu, rep;
+
+	need_root();
+	if (!node_has_memory(opt.node)) {
+		char have[128];
+
+		memory_nodes(have, sizeof(have));
+		j_skipped(4, 0, NULL, 0, "node %d has no memory; memory nodes here: %s",
+			  opt.node, have);
+		exit(EXIT_SKIP);
+	}
+	/* the writer (this process) and the hog share one CPU, of the node if any */
+	cpu = opt.cpu >= 0 ? opt.cpu : node_first_cpu(opt.node);
+	if (cpu < 0)
+		cpu = 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fatal(EXIT_USAGE, "cannot run on CPU %d: %s", cpu, strerror(errno));
+	for (rep = 0; rep < mode_reps(); rep++)
+		run_compaction_one(rep, cpu);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: mo_bench MODE [options]\n"
+"\n"
+"Benchmarks for batched/offloaded page migration. Each measurement prints\n"
+"one JSON object per line on stdout (keys: mode, config, engine, folio_kb,\n"
+"size_bytes, rep, then the measured values). Needs root for all modes but\n"
+"memcpy. Changes THP settings and nr_hugepages, and switches automatic NUMA\n"
+"balancing off, while it runs; restores them at exit (also on SIGINT/TERM).\n"
+"\n"
+"Modes:\n"
+"  tput        move_pages() of a buffer from --from to --to, per folio size\n"
+"              (--folio), --reps times, each rep with a fresh buffer: gbps,\n"
+"              folio_share (percent of pages in folios of the requested size),\n"
+"              bad_bytes (every byte checked), pages not moved by status and\n"
+"              whether they really stayed behind, vmstat deltas, sys_s (system\n"
+"              + irq + softirq time of the whole machine), TLB shootdown IPIs\n"
+"  count       like tput with 2M folios, for each folio count of --folios\n"
+"  latency     a reader thread on another CPU keeps reading page 0 while the\n"
+"              main thread moves --pages 4K pages, or --folios 2M folios, in\n"
+"              one call: first_usable_us (t0 = just before move_pages() to the\n"
+"              end of the longest read gap overlapping the move) and\n"
+"              max_stall_us (that gap)\n"
+"  memcpy      user-space memcpy() of --size MiB (source on --from, target on\n"
+"              --to where those nodes exist): the ceiling for throughput\n"
+"  compaction  on --node: fill --fill-pct of its free memory with 4K pages,\n"
+"              free every other page (by physical frame), then ask for 2M\n"
+"              hugetlb pages there (nr_hugepages), which compacts; wall time,\n"
+"              pages obtained, migration/compaction counters, CPU time\n"
+"\n"
+"Options (defaults in brackets):\n"
+"  --size MB        buffer size for tput and memcpy [256]\n"
+"  --from NODE      node the buffer starts on [0]\n"
+"  --to NODE        node it is moved to [1]\n"
+"  --folio LIST     tput folio sizes in KB, each 4 or an mTHP size\n"
+"                   (16..2048; chosen through hugepages-<KB>kB/enabled=always,\n"
+"                   all others never; 4 = all never) [4,16,64,256,1024,2048]\n"
+"  --folios LIST    count: numbers of 2M folios (buffer = N x 2 MiB)\n"
+"                   [1,8,16,32,64,256,512]; latency: [1,4,16]\n"
+"  --pages LIST     latency: 4K pages per move_pages() call [1,8,32,128,512]\n"
+"  --reps N         repetitions of every measurement [5; compaction 1]\n"
+"  --cpu N          run the mover (and the compaction writer) on CPU N\n"
+"                   [not pinned; compaction: first CPU of --node, else 0;\n"
+"                   latency: first allowed CPU, the reader on the next]\n"
+"  --node NODE      compaction: the node to fragment and compact [1]\n"
+"  --fill-pct P     compaction: percent of the node's MemFree to fill [80]\n"
+"  --huge N         compaction: 2M pages to ask for [the free 2M blocks the\n"
+"                   node has after fragmenting + half of the freed memory]\n"
+"  --hog            compaction: a child process pinned to the writer's CPU\n"
+"                   busy-loops; reports hog_iterations, hog_per_s and its\n"
+"                   rate alone (hog_base_per_s)\n"
+"  --config NAME    label for the \"config\" key [the engine name]\n"
+"  --json-out FILE  also append every JSON line to FILE\n"
+"  -h, --help       this text\n"
+"\n"
+"engine is the bracketed name in " MO_DIR "/engine, or \"vanilla\" if that\n"
+"directory does not exist. Lists are comma-separated. A measurement that\n"
+"cannot be made (size unsupported, not enough memory on a node) prints a\n"
+"line with \"skipped\": true and the reason.\n"
+"\n"
+"Exit status: 0 done, 1 a measurement failed (bad_bytes > 0 or a failed\n"
+"move_pages()), 2 usage or setup error, 4 skipped (not root, nodes missing).\n");
+}
+
+static long parse_num(const char *opt_name, const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		fatal(EXIT_USAGE, "%s: '%s' is not a number in %ld..%ld", opt_name, s,
+		      min, max);
+	return v;
+}
+
+static void parse_list(const char *opt_name, const char *s, struct list *l,
+		       long min, long max)
+{
+	char tmp[512], *tok, *save;
+
+	if (strlen(s) >= sizeof(tmp))
+		fatal(EXIT_USAGE, "%s: list too long", opt_name);
+	strcpy(tmp, s);
+	l->n = 0;
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (l->n == MAX_LIST)
+			fatal(EXIT_USAGE, "%s: more than %d values", opt_name, MAX_LIST);
+		l->v[l->n++] = parse_num(opt_name, tok, min, max);
+	}
+	if (!l->n)
+		fatal(EXIT_USAGE, "%s: empty list", opt_name);
+}
+
+static void read_engine(void)
+{
+	if (!exists(MO_DIR))
+		snprintf(engine, sizeof(engine), "vanilla");
+	else if (read_choice(MO_DIR "/engine", engine, sizeof(engine)))
+		snprintf(engine, sizeof(engine), "unknown");
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_SIZE = 256, O_FROM, O_TO, O_FOLIO, O_FOLIOS, O_PAGES, O_REPS,
+	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU };
+	static const struct option lopts[] = {
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "to", required_argument, NULL, O_TO },
+		{ "folio", required_argument, NULL, O_FOLIO },
+		{ "folios", required_argument, NULL, O_FOLIOS },
+		{ "pages", required_argument, NULL, O_PAGES },
+		{ "reps", required_argument, NULL, O_REPS },
+		{ "node", required_argument, NULL, O_NODE },
+		{ "fill-pct", required_argument, NULL, O_FILL },
+		{ "huge", required_argument, NULL, O_HUGE },
+		{ "hog", no_argument, NULL, O_HOG },
+		{ "json-out", required_argument, NULL, O_JSON },
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "cpu", required_argument, NULL, O_CPU },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	bool folios_set = false;
+	struct utsname u;
+	size_t m;
+	int c, i;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	if (argc < 2)
+		fatal(EXIT_USAGE, "no mode given (tput, count, latency, memcpy, compaction; see --help)");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (m = 0; m < sizeof(mode_names) / sizeof(mode_names[0]); m++)
+		if (!strcmp(argv[1], mode_names[m]))
+			break;
+	if (m == sizeof(mode_names) / sizeof(mode_names[0]))
+		fatal(EXIT_USAGE, "unknown mode '%s' (tput, count, latency, memcpy, compaction; see --help)",
+		      argv[1]);
+	opt.mode = m;
+
+	parse_list("--folio", "4,16,64,256,1024,2048", &opt.folio_kb, 4, 2048);
+	parse_list("--folios", "1,8,16,32,64,256,512", &opt.folios, 1, 1 << 20);
+	parse_list("--pages", "1,8,32,128,512", &opt.pages, 1, 1 << 24);
+
+	opterr = 0;
+	argv++;
+	argc--;
+	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+		switch (c) {
+		case O_SIZE: opt.size_mb = parse_num("--size", optarg, 1, 1L << 30); break;
+		case O_FROM: opt.from = parse_num("--from", optarg, 0, MAX_NODES - 1); break;
+		case O_TO: opt.to = parse_num("--to", optarg, 0, MAX_NODES - 1); break;
+		case O_FOLIO:
+			parse_list("--folio", optarg, &opt.folio_kb, 4, 2048);
+			for (i = 0; i < opt.folio_kb.n; i++)
+				if (!valid_folio_kb(opt.folio_kb.v[i]))
+					fatal(EXIT_USAGE, "--folio: %ld is not a folio size (4, 16, 32, ..., 2048 KB)",
+					      opt.folio_kb.v[i]);
+			break;
+		case O_FOLIOS:
+			parse_list("--folios", optarg, &opt.folios, 1, 1 << 20);
+			folios_set = true;
+			break;
+		case O_PAGES: parse_list("--pages", optarg, &opt.pages, 1, 1 << 24); break;
+		case O_REPS: opt.reps = parse_num("--reps", optarg, 1, 1000000); break;
+		case O_NODE: opt.node = parse_num("--node", optarg, 0, MAX_NODES - 1); break;
+		case O_FILL: opt.fill_pct = parse_num("--fill-pct", optarg, 1, 99); break;
+		case O_HUGE: opt.huge = parse_num("--huge", optarg, 0, 1L << 30); break;
+		case O_HOG: opt.hog = true; break;
+		case O_JSON: opt.json_out = optarg; break;
+		case O_CONFIG: opt.config = optarg; break;
+		case O_CPU: opt.cpu = parse_num("--cpu", optarg, 0, CPU_SETSIZE - 1); break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case ':':
+			fatal(EXIT_USAGE, "option '%s' needs a value (see --help)",
+			      argv[optind - 1]);
+		default:
+			fatal(EXIT_USAGE, "unknown option '%s' (see --help)",
+			      argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		fatal(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+	if (opt.from == opt.to && opt.mode != M_MEMCPY && opt.mode != M_COMPACTION)
+		fatal(EXIT_USAGE, "--from and --to are both %d", opt.from);
+	if (opt.mode == M_LATENCY && !folios_set)
+		parse_list("--folios", "1,4,16", &opt.folios, 1, 1 << 20);
+	if ((size_t)opt.size_mb > SIZE_MAX / MIB / 2)
+		fatal(EXIT_USAGE, "--size: %ld MiB is too large", opt.size_mb);
+
+	if (opt.json_out) {
+		json_file = fopen(opt.json_out, "a");
+		if (!json_file)
+			fatal(EXIT_USAGE, "--json-out %s: %s", opt.json_out, strerror(errno));
+	}
+	read_engine();
+	if (!uname(&u))
+		snprintf(kernel_rel, sizeof(kernel_rel), "%s", u.release);
+
+	atexit(restore_settings);
+	signal(SIGINT, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+	signal(SIGHUP, on_fatal_signal);
+
+	switch (opt.mode) {
+	case M_TPUT: run_tput(); break;
+	case M_COUNT: run_count(); break;
+	case M_LATENCY: run_latency(); break;
+	case M_MEMCPY: run_memcpy(); break;
+	case M_COMPACTION: run_compaction(); break;
+	}
+	if (json_file)
+		fclose(json_file);
+	return failures ? EXIT_FAILED : 0;
+}
