@@ -98,25 +98,33 @@ def create_tree(dest=DEFAULT_TREE):
         if len(tops) != 1:
             raise LabError(f"{TARBALL} has {len(tops)} top-level directories, expected 1",
                            "check the linux-source-6.12 package")
+        # Make the git tree in the scratch dir and move it into place only
+        # when it is complete: an interrupted run leaves no half-made tree.
+        _init_git(tops[0], debver, rel(dest))
         tops[0].rename(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    ver = read_makefile_version(dest)
+    return dest
+
+
+def _init_git(src, debver, shown):
+    """git init + base commit, .gitignore commit, tags and branch in ``src``."""
+    ver = read_makefile_version(src)
     if ver is None or ver[:2] != (6, 12):
-        raise LabError(f"unpacked tree {rel(dest)} is not Linux 6.12", "check the linux-source-6.12 package")
+        raise LabError(f"unpacked tree {shown} is not Linux 6.12", "check the linux-source-6.12 package")
     version = ".".join(map(str, ver))
-    say(f"  git init {rel(dest)} (Linux {version})")
+    say(f"  git init {shown} (Linux {version})")
     env = dict(os.environ)
 
     def g(*args):
-        r = subprocess.run(["git", "-C", str(dest), *args], env=env, capture_output=True, text=True)
+        r = subprocess.run(["git", "-C", str(src), *args], env=env, capture_output=True, text=True)
         if r.returncode != 0:
-            raise LabError(f"git {args[0]} in {rel(dest)} failed: "
+            raise LabError(f"git {args[0]} in {shown} failed: "
                            f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}",
-                           f"remove {rel(dest)} and run 'make tree' again")
+                           "run 'make tree' again")
         return r.stdout
     g("init", "-q", "-b", "master")
-    env.update(_git_identity_env(dest))
+    env.update(_git_identity_env(src))
     g("config", "core.autocrlf", "false")
     g("config", "gc.auto", "0")
     g("add", "-A", "-f")
@@ -128,7 +136,7 @@ def create_tree(dest=DEFAULT_TREE):
     # own below the series: "base" is that commit, base-<version> the
     # pristine source. The series never touches .gitignore, so it applies
     # to either.
-    gi = dest / ".gitignore"
+    gi = src / ".gitignore"
     lines = gi.read_text().splitlines(keepends=True)
     kept = [l for l in lines if l.strip() not in ("/*", "!/debian/")]
     if kept != lines:
@@ -139,7 +147,6 @@ def create_tree(dest=DEFAULT_TREE):
           "not see files that patches add. Not part of the series.")
     g("tag", "base")
     g("checkout", "-q", "-b", BRANCH)
-    return dest
 
 
 def am_series(tree, patches):

@@ -111,3 +111,57 @@ def test_export_roundtrip(repo, tmp_path, monkeypatch):
     git(repo, "checkout", "-q", "-B", "series", "base")
     tree.am_series(repo, tree.series_patches())
     assert "line two" in f.read_text()
+
+
+def test_create_tree_from_tarball(tmp_path, monkeypatch):
+    """The whole 'make tree' path on a tiny stand-in for linux-source-6.12."""
+    import tarfile
+    src = tmp_path / "pkg" / "linux-source-6.12"
+    (src / "mm").mkdir(parents=True)
+    (src / "debian").mkdir()
+    (src / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\n")
+    (src / ".gitignore").write_text("# Debian\n/*\n!/debian/\n*.o\n")
+    (src / "mm" / "migrate.c").write_text("".join(f"line {i}\n" for i in range(30)))
+    (src / "debian" / "x").write_text("d\n")
+    tarball = tmp_path / "linux-source-6.12.tar.xz"
+    with tarfile.open(tarball, "w:xz") as tf:
+        tf.add(src, arcname="linux-source-6.12")
+    build = tmp_path / "build"
+    monkeypatch.setattr(tree, "TARBALL", tarball)
+    monkeypatch.setattr(tree, "DEFAULT_TREE", build / "linux")
+    monkeypatch.setattr(tree, "VANILLA_TREE", build / "vanilla")
+    monkeypatch.setattr(tree, "deb_version", lambda: "6.12.117-1~deb12u1")
+    series = tmp_path / "series"
+    series.mkdir()
+    monkeypatch.setattr(tree, "SERIES", series)
+    # a series of one patch, made against an equivalent repo
+    other = tmp_path / "other"
+    (other / "mm").mkdir(parents=True)
+    (other / "mm" / "migrate.c").write_text((src / "mm" / "migrate.c").read_text())
+    git(other, "init", "-q", "-b", "master")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "base")
+    git(other, "tag", "base")
+    git(other, "checkout", "-qb", "series")
+    make_patch(other, series / "0001-mm-x.patch", "line 3\n", "line three\n", "mm: x")
+    (series / "series").write_text("0001-mm-x.patch\n")
+
+    t = tree.ensure_tree()
+    assert t == build / "linux"
+    assert "line three" in (t / "mm" / "migrate.c").read_text()
+    assert git(t, "rev-parse", "--abbrev-ref", "HEAD").strip() == "series"
+    assert git(t, "log", "-1", "--format=%s", "base-6.12.117").strip() == \
+        "Linux 6.12.117 (Debian linux-source-6.12 6.12.117-1~deb12u1)"
+    assert "/*" not in (t / ".gitignore").read_text().splitlines()
+    assert not tree.is_dirty(t)
+    assert (build / "vanilla" / "mm" / "migrate.c").read_text().count("line three") == 0
+    assert not list(build.glob("linux-unpack.*"))
+    # existing tree: left alone; reset: re-applied, old branch kept
+    tree.ensure_tree()
+    (t / "mm" / "new.c").write_text("x\n")
+    with pytest.raises(LabError):
+        tree.ensure_tree(reset=True)
+    (t / "mm" / "new.c").unlink()
+    tree.ensure_tree(reset=True)
+    assert "series-before-reset-" in git(t, "branch")
+    assert "line three" in (t / "mm" / "migrate.c").read_text()
