@@ -160,7 +160,11 @@ def probe_kvm(kernel, initrd, timeout=45):
 
 def resolve_accel(spec):
     if spec.accel == "auto":
-        return "kvm" if probe_kvm(spec.kernel, spec.initrd) else "single"
+        if probe_kvm(spec.kernel, spec.initrd):
+            say("  KVM probe: a guest booted, using KVM")
+            return "kvm"
+        say("  KVM probe: no guest boot under KVM here, using single-threaded TCG")
+        return "single"
     if spec.accel == "kvm" and not probe_kvm(spec.kernel, spec.initrd):
         raise LabError("KVM does not boot a guest on this host (probe timed out or failed)",
                        "use ACCEL=single or ACCEL=multi (TCG)")
@@ -233,7 +237,7 @@ def _boot(spec, accel, quiet=False):
             while True:
                 now = time.monotonic()
                 if now - t0 > spec.timeout:
-                    hang = f"timeout: still running after {fmt_secs(spec.timeout)} (--timeout)"
+                    hang = f"hang: still running after {fmt_secs(spec.timeout)} (--timeout)"
                     break
                 if now - last_output > spec.idle_timeout:
                     last = scanner.line_no

@@ -77,7 +77,7 @@ def test_boot_total_timeout(fake, monkeypatch):
     monkeypatch.setenv("FAKE_STALL", "3")
     spec = fake("clean.log", ["migration"], idle_timeout=100, timeout=1.0)
     res = qemu.boot(spec)
-    assert res.hang.startswith("timeout")
+    assert res.hang.startswith("hang: still running after 1.0s")
     assert not res.ok
 
 
