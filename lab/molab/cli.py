@@ -104,6 +104,7 @@ def build_parser():
 
     s = sub.add_parser("check", help="checkpatch + W=1 build of the touched directories")
     _add_kernel_opts(s, variant=False)
+    s.add_argument("--skip-setup", action="store_true", help="do not run lab/setup.sh")
 
     s = sub.add_parser("report", help="judge a saved console log again")
     s.add_argument("path", help="a results dir (build/results/...) or a console.log")
@@ -181,23 +182,34 @@ def cmd_boot(a):
     return EXIT_OK if res.ok else EXIT_FAIL
 
 
+def run_setup():
+    """lab/setup.sh (installs the host packages; needs root, idempotent)."""
+    say("== setup (lab/setup.sh)")
+    if os.geteuid() != 0:
+        warn("not root: skipping lab/setup.sh (packages must already be installed)")
+        return
+    r = subprocess.run(["sh", str(ROOT / "lab/setup.sh")], stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise LabError(f"lab/setup.sh failed (exit {r.returncode})", "see its output above")
+
+
+def _pytest_python():
+    """This interpreter if it has pytest, else Debian's (python3-pytest)."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if subprocess.run([py, "-c", "import pytest"], capture_output=True).returncode == 0:
+            return py
+    raise LabError("pytest is not installed", "run 'sudo sh lab/setup.sh' (python3-pytest)")
+
+
 def cmd_test(a):
     timer = Timer()
-    setup = ROOT / "lab/setup.sh"
     if not a.skip_setup:
         with timer.step("setup"):
-            say("== setup (lab/setup.sh)")
-            if os.geteuid() != 0:
-                warn("not root: skipping lab/setup.sh (packages must already be installed)")
-            else:
-                r = subprocess.run(["sh", str(setup)], stdin=subprocess.DEVNULL)
-                if r.returncode != 0:
-                    raise LabError(f"lab/setup.sh failed (exit {r.returncode})",
-                                   "see its output above")
+            run_setup()
     if not a.skip_unit:
         with timer.step("unit"):
             say("== host unit tests (python3 -m pytest -q lab/tests)")
-            r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            r = subprocess.run([_pytest_python(), "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                 "lab/tests"], cwd=ROOT, stdin=subprocess.DEVNULL)
             if r.returncode != 0:
                 say("FAIL  host-unit-tests  python3 -m pytest -q lab/tests failed")
@@ -227,6 +239,10 @@ def cmd_test(a):
 
 
 def cmd_check(a):
+    if not a.skip_setup:
+        run_setup()
+    say("== tree")
+    tree.ensure_tree(a.ksrc)
     return EXIT_OK if check.run_check(a.ksrc, a.flavour) else EXIT_FAIL
 
 
