@@ -1,0 +1,49 @@
+from lab.molab import kernel
+
+
+def test_build_failure_names_first_compiler_error(tmp_path):
+    log = tmp_path / "build.log"
+    lines = [f"  CC      mm/file{i}.o" for i in range(40)]
+    lines += ["/src/mm/migrate.c: In function 'migrate_folios_batch':",
+              "\x1b[01m/src/mm/migrate.c:123:9: error: 'foo' undeclared (first use in this function)\x1b[m",
+              "  123 |         foo = 1;", "      |         ^~~",
+              "make[4]: *** [scripts/Makefile.build:229: mm/migrate.o] Error 1",
+              "make[3]: *** [scripts/Makefile.build:478: mm] Error 2"]
+    log.write_text("\n".join(lines) + "\n")
+    cause, excerpt = kernel.build_failure(log)
+    assert cause == "/src/mm/migrate.c:123:9: error: 'foo' undeclared (first use in this function)"
+    assert len(excerpt) <= 20
+    assert any("error:" in l for l in excerpt) and "\x1b" not in "".join(excerpt)
+
+
+def test_build_failure_link_error_and_no_error(tmp_path):
+    log = tmp_path / "build.log"
+    log.write_text("  LD      vmlinux\nld: mm/migrate.o: in function `x':\n"
+                   "migrate.c:(.text+0x1): undefined reference to `copy_batch'\n"
+                   "make[2]: *** [Makefile:1] Error 1\n")
+    cause, _ = kernel.build_failure(log)
+    assert "undefined reference to `copy_batch'" in cause
+    log.write_text("Killed\n")
+    cause, excerpt = kernel.build_failure(log)
+    assert cause == "kernel build failed" and excerpt == ["Killed"]
+
+
+def test_fragment_order(tmp_path, monkeypatch):
+    for name in ("base", "debug", "perf", "patched", "patched-debug"):
+        (tmp_path / f"{name}.config").write_text("")
+    monkeypatch.setattr(kernel, "CONFIGS", tmp_path)
+    names = [p.name for p in kernel.fragments("patched", "debug")]
+    assert names == ["base.config", "debug.config", "patched.config", "patched-debug.config"]
+    assert [p.name for p in kernel.fragments("vanilla", "perf")] == ["base.config", "perf.config"]
+
+
+def test_load_describes_foreign_out_dir(tmp_path):
+    out = tmp_path / "patched-debug"
+    (out / "include/config").mkdir(parents=True)
+    (out / "include/config/kernel.release").write_text("6.12.117+\n")
+    (tmp_path / "src").mkdir()
+    (out / "source").symlink_to(tmp_path / "src")
+    kb = kernel.KernelBuild.load(out)
+    assert (kb.variant, kb.flavour, kb.release) == ("patched", "debug", "6.12.117+")
+    assert kb.src == (tmp_path / "src").resolve()
+    assert kb.bzimage == out.resolve() / "arch/x86/boot/bzImage"
