@@ -83,6 +83,7 @@ static struct {
 	int fill_pct;
 	long huge;		/* -1: default */
 	bool hog;
+	enum { TRIG_HUGEPAGES, TRIG_COMPACT } trigger;
 	int cpu;		/* -1: not pinned */
 	const char *json_out;
 	const char *config;
@@ -322,6 +323,8 @@ static void j_num(struct json *j, const char *key, double v)
 {
 	if (v != v)
 		j_raw(j, key, "null");
+	else if (fabs(v) >= 1e5)
+		j_raw(j, key, "%.1f", v);
 	else
 		j_raw(j, key, "%.6g", v);
 }
@@ -691,7 +694,9 @@ static const char *set_folio_size(long kb, char *why, size_t len)
 
 	if (kb != 4) {
 		snprintf(path, sizeof(path), THP_DIR "/hugepages-%ldkB/enabled", kb);
-		if (!exists(path)) {
+		/* before mTHP (6.8), PMD THP came from enabled=madvise alone */
+		if (!exists(path) && !(kb == 2048 && !exists(THP_DIR "/hugepages-2048kB") &&
+				       exists(THP_DIR "/enabled"))) {
 			snprintf(why, len, "no %s (size not supported by this kernel)", path);
 			return why;
 		}
@@ -1102,11 +1107,16 @@ static void run_count(void)
 /* --------------------------------------------------------------- latency */
 
 /*
- * The reader keeps the NR_GAPS longest gaps between consecutive reads of
- * page 0 since the move began; afterwards the longest one that overlaps
- * the move is picked (the reader learns when the move ended only later).
+ * The reader times its reads of page 0. It keeps the NR_GAPS longest gaps
+ * between consecutive reads since the move began, and the gaps during which
+ * it took a page fault (a read that hit page 0's migration entry and waited
+ * for the page to be mapped again at its destination): only gaps longer
+ * than a few read periods are checked, with getrusage(RUSAGE_THREAD).
+ * Afterwards the gaps overlapping the move are picked out (the reader
+ * learns when the move ended only later).
  */
 #define NR_GAPS 32
+#define NR_FGAPS 8
 
 struct gap {
 	long long start, end;
@@ -1118,33 +1128,50 @@ struct reader {
 	atomic_int stop, started, saw_end;
 	atomic_llong t0, t_end;		/* ns; 0 until set */
 	/* results, valid after join */
-	struct gap gaps[NR_GAPS];
-	int nr_gaps;
+	struct gap gaps[NR_GAPS];	/* the longest */
+	struct gap fgaps[NR_FGAPS];	/* with a fault, in time order */
+	int nr_gaps, nr_fgaps;
 	long long reads_during, warm_reads, warm_ns;
 	uint64_t sink;
 };
 
-static void reader_gap(struct reader *r, long long start, long long end)
+static long thread_faults(void)
 {
-	long long len = end - start;
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* Keep the gap if it is among the NR_GAPS longest; returns the new floor. */
+static long long reader_gap(struct reader *r, long long start, long long end)
+{
+	long long floor = LLONG_MAX;
 	int i, min = 0;
 
 	if (r->nr_gaps < NR_GAPS) {
 		r->gaps[r->nr_gaps++] = (struct gap){ start, end };
-		return;
-	}
-	for (i = 1; i < NR_GAPS; i++)
-		if (r->gaps[i].end - r->gaps[i].start <
-		    r->gaps[min].end - r->gaps[min].start)
-			min = i;
-	if (len > r->gaps[min].end - r->gaps[min].start)
+		if (r->nr_gaps < NR_GAPS)
+			return 0;
+	} else {
+		for (i = 1; i < NR_GAPS; i++)
+			if (r->gaps[i].end - r->gaps[i].start <
+			    r->gaps[min].end - r->gaps[min].start)
+				min = i;
 		r->gaps[min] = (struct gap){ start, end };
+	}
+	for (i = 0; i < NR_GAPS; i++)
+		if (r->gaps[i].end - r->gaps[i].start < floor)
+			floor = r->gaps[i].end - r->gaps[i].start;
+	return floor;
 }
 
 static void *reader_fn(void *arg)
 {
 	struct reader *r = arg;
-	long long prev, t, t0 = 0, te = 0, first, floor = 0;
+	long long prev, t, t0 = 0, te = 0, first, floor = 0, thresh = 0;
+	long faults = 0, f;
 	uint64_t sink = 0;
 
 	if (r->cpu >= 0) {
@@ -1167,31 +1194,37 @@ static void *reader_fn(void *arg)
 				prev = t;
 				continue;
 			}
+			/* gaps worth a fault check: 8 read periods, >= 1 us */
+			thresh = r->warm_reads ? 8 * r->warm_ns / r->warm_reads : 0;
+			if (thresh < 1000)
+				thresh = 1000;
+			faults = thread_faults();
 		}
 		if (!te)
 			te = atomic_load_explicit(&r->t_end, memory_order_acquire);
 		if (t > t0) {
 			if (!te || prev < te)
 				r->reads_during++;
-			/* cheap filter: only gaps that may enter the top list */
-			if (t - prev > floor || r->nr_gaps < NR_GAPS) {
-				int i;
-
-				reader_gap(r, prev, t);
-				if (r->nr_gaps == NR_GAPS) {
-					floor = LLONG_MAX;
-					for (i = 0; i < NR_GAPS; i++)
-						if (r->gaps[i].end - r->gaps[i].start < floor)
-							floor = r->gaps[i].end - r->gaps[i].start;
-				}
+			if (t - prev > floor)
+				floor = reader_gap(r, prev, t);
+			if (t - prev > thresh && (f = thread_faults()) != faults) {
+				if (r->nr_fgaps < NR_FGAPS)
+					r->fgaps[r->nr_fgaps++] = (struct gap){ prev, t };
+				faults = f;
 			}
 		}
 		if (te && t > te)
 			atomic_store(&r->saw_end, 1);
-		prev = t;
+		/* the fault check is not part of the next gap */
+		prev = t - prev > thresh && t0 ? now_ns() : t;
 	}
 	r->sink = sink;
 	return NULL;
+}
+
+static bool overlaps(const struct gap *g, long long t0, long long te)
+{
+	return g->end > t0 && g->start < te;
 }
 
 /* The longest recorded gap overlapping [t0, te], or NULL. */
@@ -1204,12 +1237,28 @@ static const struct gap *longest_gap(const struct reader *r, long long t0,
 	for (i = 0; i < r->nr_gaps; i++) {
 		const struct gap *g = &r->gaps[i];
 
-		if (g->end <= t0 || g->start >= te)
+		if (!overlaps(g, t0, te))
 			continue;
 		if (!best || g->end - g->start > best->end - best->start)
 			best = g;
 	}
 	return best;
+}
+
+/* The last gap with a fault overlapping [t0, te], or NULL; counts them. */
+static const struct gap *fault_gap(const struct reader *r, long long t0,
+				   long long te, int *n)
+{
+	const struct gap *last = NULL;
+	int i;
+
+	*n = 0;
+	for (i = 0; i < r->nr_fgaps; i++)
+		if (overlaps(&r->fgaps[i], t0, te)) {
+			last = &r->fgaps[i];
+			(*n)++;
+		}
+	return last;
 }
 
 static void latency_start(void *arg)
@@ -1247,8 +1296,9 @@ static void latency_one(long kb, size_t len, long folios, int rep,
 {
 	uint64_t seed = (uint64_t)opt.mode << 40 | (uint64_t)len << 8 | rep;
 	struct reader rd = { .cpu = reader_cpu };
-	const struct gap *g;
+	const struct gap *g, *fg;
 	struct move_result r;
+	int nfg;
 	struct snap a, b;
 	struct mover m;
 	struct json j;
@@ -1286,6 +1336,7 @@ static void latency_one(long kb, size_t len, long folios, int rep,
 	bad = verify(buf, 0, len, seed, "latency");
 	t0 = atomic_load(&rd.t0);
 	g = longest_gap(&rd, t0, atomic_load(&rd.t_end));
+	fg = fault_gap(&rd, t0, atomic_load(&rd.t_end), &nfg);
 
 	j_begin(&j, kb, len, rep);
 	j_int(&j, "pages", m.n);
@@ -1294,13 +1345,25 @@ static void latency_one(long kb, size_t len, long folios, int rep,
 	j_int(&j, "from", opt.from);
 	j_int(&j, "to", opt.to);
 	j_num(&j, "move_us", r.ns / 1e3);
-	if (g) {
-		j_num(&j, "first_usable_us", (g->end - t0) / 1e3);
-		j_num(&j, "max_stall_us", (g->end - g->start) / 1e3);
+	/* page 0 usable: the end of its fault, else of the longest gap */
+	if (fg || g) {
+		const struct gap *u = fg ? fg : g;
+
+		j_num(&j, "first_usable_us", (u->end - t0) / 1e3);
+		j_str(&j, "usable_by", fg ? "fault" : "gap");
 	} else {
 		j_null(&j, "first_usable_us");
-		j_null(&j, "max_stall_us");
+		j_null(&j, "usable_by");
 	}
+	if (fg)
+		j_num(&j, "page0_stall_us", (fg->end - fg->start) / 1e3);
+	else
+		j_null(&j, "page0_stall_us");
+	if (g)
+		j_num(&j, "max_stall_us", (g->end - g->start) / 1e3);
+	else
+		j_null(&j, "max_stall_us");
+	j_int(&j, "fault_gaps", nfg);
 	j_int(&j, "reads_during", rd.reads_during);
 	j_num(&j, "read_period_ns",
 	      rd.warm_reads ? (double)rd.warm_ns / rd.warm_reads : NAN);
@@ -1346,10 +1409,20 @@ static void run_latency(void)
 	if (opt.pages.n && set_folio_size(4, why, sizeof(why))) {
 		j_skipped(4, 0, NULL, 0, "%s", why);
 	} else {
-		for (i = 0; i < opt.pages.n; i++)
+		for (i = 0; i < opt.pages.n; i++) {
+			size_t len = opt.pages.v[i] * page_size;
+			long long free;
+
+			if ((free = short_of_memory(opt.from, len)) ||
+			    (free = short_of_memory(opt.to, len))) {
+				j_skipped(4, len, "pages", opt.pages.v[i],
+					  "%zu MiB do not fit: %lld MiB free", len / MIB,
+					  free / (long long)MIB);
+				continue;
+			}
 			for (rep = 0; rep < mode_reps(); rep++)
-				latency_one(4, opt.pages.v[i] * page_size, 0, rep,
-					    main_cpu, reader_cpu);
+				latency_one(4, len, 0, rep, main_cpu, reader_cpu);
+		}
 	}
 	if (opt.folios.n && set_folio_size(2048, why, sizeof(why))) {
 		j_skipped(2048, 0, NULL, 0, "%s", why);
@@ -1518,7 +1591,9 @@ static void run_compaction_one(int rep, int cpu)
 {
 	char nr_path[160], buf[64];
 	long long memfree, fill_bytes, hog0 = 0, hog1 = 0, hog_base = 0;
-	long long t_base = 0, t0, t1;
+	long long t_base = 0, t0, t1 = 0, th0, th1;
+	char compact_path[160];
+	int cret = 0;
 	long orig_huge, got = -1, target, free2m_before, free2m_after_frag;
 	size_t len, n, i, bad = 0, freed = 0;
 	uint64_t seed = 0xc0ffee00 + rep;
@@ -1535,6 +1610,11 @@ static void run_compaction_one(int rep, int cpu)
 		 NODE_DIR "/node%d/hugepages/hugepages-2048kB/nr_hugepages", opt.node);
 	if (read_file(nr_path, buf, sizeof(buf)) || sscanf(buf, "%ld", &orig_huge) != 1) {
 		j_skipped(4, 0, NULL, 0, "no %s (no hugetlb 2M pages)", nr_path);
+		exit(EXIT_SKIP);
+	}
+	snprintf(compact_path, sizeof(compact_path), NODE_DIR "/node%d/compact", opt.node);
+	if (opt.trigger == TRIG_COMPACT && !exists(compact_path)) {
+		j_skipped(4, 0, NULL, 0, "no %s (CONFIG_COMPACTION off?)", compact_path);
 		exit(EXIT_SKIP);
 	}
 	memfree = node_memfree(opt.node);
@@ -1606,15 +1686,30 @@ static void run_compaction_one(int rep, int cpu)
 		t_base = now_ns() - t_base;
 	}
 
-	snprintf(buf, sizeof(buf), "%ld", orig_huge + target);
+	/*
+	 * The measured step: the hugepage request (the allocator compacts), or
+	 * a full compaction of the node, after which the request only counts
+	 * what compaction made.
+	 */
 	snap_take(&a);
 	if (sh)
 		hog0 = hog_count(sh);
 	t0 = now_ns();
+	if (opt.trigger == TRIG_COMPACT) {
+		cret = write_file(compact_path, "1");
+		t1 = now_ns();
+		if (sh)
+			hog1 = hog_count(sh);
+	}
+	snprintf(buf, sizeof(buf), "%ld", orig_huge + target);
+	th0 = now_ns();
 	ret = set_setting(nr_path, buf);
-	t1 = now_ns();
-	if (sh)
-		hog1 = hog_count(sh);
+	th1 = now_ns();
+	if (opt.trigger != TRIG_COMPACT) {
+		t1 = th1;
+		if (sh)
+			hog1 = hog_count(sh);
+	}
 	snap_take(&b);
 	if (!read_file(nr_path, buf, sizeof(buf)) && sscanf(buf, "%ld", &got) == 1)
 		got -= orig_huge;
@@ -1628,9 +1723,9 @@ static void run_compaction_one(int rep, int cpu)
 	snprintf(buf, sizeof(buf), "%ld", orig_huge);
 	write_file(nr_path, buf);
 	for (i = 0; i < n; i++) {
-		bool dropped = by_pfn ? (PM_PRESENT(pm[i]) && (PM_PFN(pm[i]) & 1)) : (i & 1);
+		bool kept = by_pfn ? (PM_PRESENT(pm[i]) && !(PM_PFN(pm[i]) & 1)) : !(i & 1);
 
-		if (!dropped)
+		if (kept)
 			bad += verify(buf8 + i * page_size, i * page_size, page_size,
 				      seed, bad ? NULL : "compaction");
 	}
@@ -1659,7 +1754,11 @@ static void run_compaction_one(int rep, int cpu)
 		j_int(&j, "huge_obtained", got);
 		if (ret)
 			j_str(&j, "huge_write_error", strerror(-ret));
+		j_str(&j, "trigger", opt.trigger == TRIG_COMPACT ? "compact" : "hugepages");
+		if (cret)
+			j_str(&j, "compact_write_error", strerror(-cret));
 		j_num(&j, "wall_s", wall);
+		j_num(&j, "huge_wall_s", (th1 - th0) / 1e9);
 		for (k = 0; k < (int)NR_VM; k++)
 			if (k != VM_THP_OK && k != VM_THP_FAIL && k != VM_THP_SPLIT)
 				j_vm(&j, &a, &b, k);
@@ -1742,15 +1841,22 @@ static void usage(FILE *f)
 "  count       like tput with 2M folios, for each folio count of --folios\n"
 "  latency     a reader thread on another CPU keeps reading page 0 while the\n"
 "              main thread moves --pages 4K pages, or --folios 2M folios, in\n"
-"              one call: first_usable_us (t0 = just before move_pages() to the\n"
-"              end of the longest read gap overlapping the move) and\n"
-"              max_stall_us (that gap)\n"
+"              one call. first_usable_us: from t0 (just before move_pages())\n"
+"              to the end of the read gap in which the reader took a page\n"
+"              fault (page 0 unmapped for migration: usable_by \"fault\",\n"
+"              page0_stall_us its length), else to the end of the longest\n"
+"              read gap overlapping the move (usable_by \"gap\");\n"
+"              max_stall_us: that longest gap\n"
 "  memcpy      user-space memcpy() of --size MiB (source on --from, target on\n"
 "              --to where those nodes exist): the ceiling for throughput\n"
 "  compaction  on --node: fill --fill-pct of its free memory with 4K pages,\n"
 "              free every other page (by physical frame), then ask for 2M\n"
 "              hugetlb pages there (nr_hugepages), which compacts; wall time,\n"
-"              pages obtained, migration/compaction counters, CPU time\n"
+"              pages obtained, migration/compaction counters, CPU time.\n"
+"              --trigger compact: first compact the whole node (write 1 to\n"
+"              its compact file; that is what wall_s times), then ask\n"
+"              (huge_wall_s); independent of the allocator's compaction\n"
+"              deferral, which makes back-to-back hugepages runs unequal\n"
 "\n"
 "Options (defaults in brackets):\n"
 "  --size MB        buffer size for tput and memcpy [256]\n"
@@ -1770,6 +1876,7 @@ static void usage(FILE *f)
 "  --fill-pct P     compaction: percent of the node's MemFree to fill [80]\n"
 "  --huge N         compaction: 2M pages to ask for [the free 2M blocks the\n"
 "                   node has after fragmenting + half of the freed memory]\n"
+"  --trigger T      compaction: hugepages or compact (see above) [hugepages]\n"
 "  --hog            compaction: a child process pinned to the writer's CPU\n"
 "                   busy-loops; reports hog_iterations, hog_per_s and its\n"
 "                   rate alone (hog_base_per_s)\n"
@@ -1828,7 +1935,7 @@ static void read_engine(void)
 int main(int argc, char **argv)
 {
 	enum { O_SIZE = 256, O_FROM, O_TO, O_FOLIO, O_FOLIOS, O_PAGES, O_REPS,
-	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU };
+	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU, O_TRIGGER };
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "from", required_argument, NULL, O_FROM },
@@ -1841,6 +1948,7 @@ int main(int argc, char **argv)
 		{ "fill-pct", required_argument, NULL, O_FILL },
 		{ "huge", required_argument, NULL, O_HUGE },
 		{ "hog", no_argument, NULL, O_HOG },
+		{ "trigger", required_argument, NULL, O_TRIGGER },
 		{ "json-out", required_argument, NULL, O_JSON },
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "cpu", required_argument, NULL, O_CPU },
@@ -1896,6 +2004,15 @@ int main(int argc, char **argv)
 		case O_FILL: opt.fill_pct = parse_num("--fill-pct", optarg, 1, 99); break;
 		case O_HUGE: opt.huge = parse_num("--huge", optarg, 0, 1L << 30); break;
 		case O_HOG: opt.hog = true; break;
+		case O_TRIGGER:
+			if (!strcmp(optarg, "hugepages"))
+				opt.trigger = TRIG_HUGEPAGES;
+			else if (!strcmp(optarg, "compact"))
+				opt.trigger = TRIG_COMPACT;
+			else
+				fatal(EXIT_USAGE, "--trigger: '%s' is not hugepages or compact",
+				      optarg);
+			break;
 		case O_JSON: opt.json_out = optarg; break;
 		case O_CONFIG: opt.config = optarg; break;
 		case O_CPU: opt.cpu = parse_num("--cpu", optarg, 0, CPU_SETSIZE - 1); break;

@@ -9,18 +9,24 @@
 #
 # Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
 #   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy
-#   MO_REPS=N            repetitions of each measurement (full 3, quick 2)
-#   MO_SIZE_MB=N         tput/memcpy buffer in MiB (full 128, quick 64)
+#   MO_REPS=N            repetitions of each measurement (2)
+#   MO_SIZE_MB=N         tput/memcpy buffer in MiB (64)
 #   MO_ENGINES=a,b,...   configurations (patched default:
 #                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4)
 #   MO_FOLIO=list        tput folio sizes in KB (4,16,64,256,1024,2048)
-#   MO_COUNT=list        count: numbers of 2M folios (1,8,16,32,64,128)
+#   MO_COUNT=list        count: numbers of 2M folios (1,8,16,32,64)
 #   MO_LAT_PAGES=list    latency: 4K pages per call (1,8,32,128,512)
 #   MO_LAT_FOLIOS=list   latency: 2M folios per call (1,4,16)
 #   MO_COMPACT=list      configurations that also run compaction
 #                        (none,cpu,dcbm-4; "vanilla" always on vanilla;
 #                        "off" for none)
 #   MO_COMPACT_NODE=N    node to fragment and compact (1)
+#   MO_COMPACT_TRIGGER=list  mo_bench compaction --trigger values, each run
+#                        (compact: a full compaction of the node, the same
+#                        work for every configuration; hugepages: the
+#                        hugepage request compacts, but the allocator defers
+#                        compaction after a failure, so later runs of a boot
+#                        may do little) (compact)
 #   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (80)
 #   MO_TO=list           tput targets (full 1,2; quick 1)
 #   MO_JSONL=path        keep the collected file here
@@ -61,7 +67,7 @@ case $MODE in
 quick)
 	REPS=${MO_REPS:-2}; SIZE=${MO_SIZE_MB:-64}; TO=${MO_TO:-1} ;;
 full)
-	REPS=${MO_REPS:-3}; SIZE=${MO_SIZE_MB:-128}; TO=${MO_TO:-1,2} ;;
+	REPS=${MO_REPS:-2}; SIZE=${MO_SIZE_MB:-64}; TO=${MO_TO:-1,2} ;;
 *)
 	echo "# bench: MO_BENCH must be full or quick, not '$MODE'"
 	echo "not ok 1 bench"
@@ -70,10 +76,11 @@ full)
 esac
 TO1=${TO%%,*}
 FOLIO=${MO_FOLIO:-4,16,64,256,1024,2048}
-COUNT=${MO_COUNT:-1,8,16,32,64,128}
+COUNT=${MO_COUNT:-1,8,16,32,64}
 LAT_PAGES=${MO_LAT_PAGES:-1,8,32,128,512}
 LAT_FOLIOS=${MO_LAT_FOLIOS:-1,4,16}
 CNODE=${MO_COMPACT_NODE:-1}
+CTRIG=${MO_COMPACT_TRIGGER:-compact}
 FILL=${MO_FILL_PCT:-80}
 
 WORK=/tmp/mo-bench.$$
@@ -211,7 +218,7 @@ summarize() {
 			v = jv($0, "first_usable_us")
 		} else if (m == "memcpy") { k = "memcpy"; v = jv($0, "gbps") }
 		else if (m == "compaction") {
-			printf "# %s: %.1f s, %s/%s hugepages, %s pages migrated, sys %.0f%%, writer sys %.0f%%", \
+			printf "# %s: %.2f s, %s/%s hugepages, %s pages migrated, sys %.0f%%, writer sys %.0f%%", \
 				label, jv($0, "wall_s"), jv($0, "huge_obtained"), jv($0, "huge_target"), \
 				jv($0, "pgmigrate_success"), jv($0, "sys_pct"), jv($0, "writer_sys_pct")
 			if (jv($0, "hog") == "true")
@@ -350,7 +357,6 @@ else
 	VARIANT=vanilla
 	CONFS=vanilla
 	COMPACT=vanilla
-	[ "${MO_COMPACT:-}" = off ] && COMPACT=
 	REASONS=
 fi
 [ "${MO_COMPACT:-}" = off ] && COMPACT=
@@ -405,12 +411,14 @@ if [ "$MODE" = full ]; then
 		run_part "$c" "latency 0->$TO1" latency --reps "$REPS" --from 0 --to "$TO1" \
 			--pages "$LAT_PAGES" --folios "$LAT_FOLIOS"
 	done
-	for hog in "" --hog; do
-		for c in $OK_CONFS; do
-			case " $COMPACT " in *" $c "*) ;; *) continue ;; esac
-			use "$c" || continue
-			run_part "$c" "compaction${hog:+ hog}" compaction --node "$CNODE" \
-				--fill-pct "$FILL" $hog
+	for trig in $(echo "$CTRIG" | tr ',' ' '); do
+		for hog in "" --hog; do
+			for c in $OK_CONFS; do
+				case " $COMPACT " in *" $c "*) ;; *) continue ;; esac
+				use "$c" || continue
+				run_part "$c" "compaction $trig${hog:+ hog}" compaction \
+					--node "$CNODE" --fill-pct "$FILL" --trigger "$trig" $hog
+			done
 		done
 	done
 fi

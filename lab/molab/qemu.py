@@ -204,7 +204,8 @@ def _boot(spec, accel, quiet=False):
     stderr_f = open(rdir / "qemu.stderr", "w")
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=stderr_f, start_new_session=True)
+                                stderr=stderr_f, start_new_session=True,
+                                preexec_fn=_die_with_parent)
     except FileNotFoundError as e:
         stderr_f.close()
         raise LabError(f"cannot run {spec.qemu}", "install QEMU with 'sudo sh lab/setup.sh'") from e
@@ -284,6 +285,17 @@ def _boot(spec, accel, quiet=False):
                      report=report, summary=summ, qemu_rc=qrc, seconds=seconds, hang=hang)
     _save(res)
     return res
+
+
+def _die_with_parent():
+    """In the child: get SIGKILL if the lab dies, so no guest is left running."""
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _stop(proc):
