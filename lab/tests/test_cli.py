@@ -1,7 +1,6 @@
 import subprocess
 import sys
 
-import pytest
 
 from lab.molab import cli
 from lab.molab.util import ROOT
