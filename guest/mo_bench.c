@@ -1687,9 +1687,9 @@ static void run_compaction_one(int rep, int cpu)
 	}
 
 	/*
-	 * The measured step: the hugepage request (the allocator compacts), or
-	 * a full compaction of the node, after which the request only counts
-	 * what compaction made.
+	 * The measured step (wall time, counters, CPU time, hog): the hugepage
+	 * request (the allocator compacts), or a full compaction of the node,
+	 * after which the request only counts what compaction made.
 	 */
 	snap_take(&a);
 	if (sh)
@@ -1700,6 +1700,7 @@ static void run_compaction_one(int rep, int cpu)
 		t1 = now_ns();
 		if (sh)
 			hog1 = hog_count(sh);
+		snap_take(&b);
 	}
 	snprintf(buf, sizeof(buf), "%ld", orig_huge + target);
 	th0 = now_ns();
@@ -1709,8 +1710,8 @@ static void run_compaction_one(int rep, int cpu)
 		t1 = th1;
 		if (sh)
 			hog1 = hog_count(sh);
+		snap_take(&b);
 	}
-	snap_take(&b);
 	if (!read_file(nr_path, buf, sizeof(buf)) && sscanf(buf, "%ld", &got) == 1)
 		got -= orig_huge;
 	if (hog_pid > 0) {
