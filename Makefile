@@ -23,7 +23,7 @@ help:
 	@echo "make test               setup, unit tests, build, boot, run all suites"
 	@echo "make check              checkpatch + W=1 build of the touched code"
 	@echo "make unit               host unit tests of the lab only"
-	@echo "make bench              benchmarks (not implemented yet)"
+	@echo "make bench [QUICK=1] [ROUNDS=n] [BENCH_ARGS='MO_SIZE_MB=256 MO_REPS=5']  vanilla vs patched"
 
 tree:
 	$(MOLAB) tree $(call opt,KSRC,--ksrc) $(if $(filter 1 yes y,$(RESET)),--reset)
@@ -50,7 +50,8 @@ unit:
 	$(PYTHON) -m pytest -q lab/tests
 
 bench:
-	$(MOLAB) bench
+	$(MOLAB) bench $(if $(filter 1 yes y,$(QUICK)),--quick) $(call opt,ROUNDS,--rounds) \
+		$(call opt,BENCH_ARGS,--args) $(call opt,KSRC,--ksrc)
 
 # Unknown targets: one line, exit 2, like the CLI.
 Makefile: ;

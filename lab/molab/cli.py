@@ -112,7 +112,19 @@ def build_parser():
     s.add_argument("--accel", choices=qemu.ACCELS, default=None,
                    help="QEMU mode the log came from (default: as recorded, else single)")
 
-    sub.add_parser("bench", help="benchmarks (not implemented yet)")
+    s = sub.add_parser("bench", help="build vanilla + patched (perf), boot each alternately, "
+                                     "run the bench suite, compare")
+    s.add_argument("--ksrc", default=os.environ.get("KSRC") or None,
+                   help="use this kernel tree instead of build/linux (env KSRC)")
+    s.add_argument("--quick", action="store_true", default=bool(os.environ.get("QUICK")),
+                   help="a few minutes: throughput to node 1 only, 64 MiB, 2 reps, 2 rounds "
+                        "(env QUICK=1)")
+    s.add_argument("--rounds", type=int, default=None,
+                   help="boots of each kernel, alternating (default 3, quick 2)")
+    s.add_argument("--args", default=os.environ.get("BENCH_ARGS", ""),
+                   help="extra MO_*=value settings for the guest's bench suite, e.g. "
+                        "'MO_SIZE_MB=256 MO_REPS=5' (see guest/bench/run_bench.sh)")
+    s.add_argument("--smp", type=int, default=2, help="guest CPUs (default 2)")
     return p
 
 
@@ -224,7 +236,9 @@ def cmd_test(a):
     with timer.step("initramfs"):
         say("== initramfs")
         initramfs.build(kb)
-    suites = _suites(a.suites) or ["kunit", "migration", *initramfs.guest_suites(kb)]
+    # "bench" is make bench's job: minutes of measurements, not a test.
+    suites = _suites(a.suites) or ["kunit", "migration",
+                                   *[s for s in initramfs.guest_suites(kb) if s != "bench"]]
     with timer.step("boot+tests"):
         say("== boot + tests")
         res = qemu.boot(_boot_spec(a, kb, suites, "", a.label or "test", smp=TEST_SMP))
@@ -269,9 +283,84 @@ def cmd_report(a):
     return EXIT_OK if summ.ok else EXIT_FAIL
 
 
+def _host_facts(builds):
+    """What a result must record to be read later: kernel, QEMU, CPU, commit."""
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        except OSError:
+            return ""
+    cpu = ""
+    for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return {"kernels": {v: {"release": kb.release, "base": kb.base, "commit": kb.commit}
+                        for v, kb in builds.items()},
+            "qemu": out([qemu.QEMU, "--version"]).splitlines()[0:1],
+            "host_cpu": cpu, "host_cpus": os.cpu_count(),
+            "git_commit": out(["git", "rev-parse", "HEAD"]),
+            "git_dirty": bool(out(["git", "status", "--porcelain", "--untracked-files=no"]))}
+
+
 def cmd_bench(a):
-    raise LabError("bench is not implemented yet",
-                   "a later issue fills it in (building blocks: lab/molab/bench.py)")
+    import json
+    from . import bench, bench_report
+    rounds = a.rounds or (2 if a.quick else 3)
+    if rounds < 1:
+        raise LabError(f"--rounds {rounds} is too small", "give 1 or more")
+    args = " ".join(x for x in (f"MO_BENCH={'quick' if a.quick else 'full'}", a.args) if x)
+    timer = Timer()
+    with timer.step("setup"):
+        say("== setup (lab/setup.sh)")
+        if os.geteuid() == 0:
+            subprocess.run(["sh", str(ROOT / "lab/setup.sh")], check=False)
+    with timer.step("tree"):
+        tree.ensure_tree(a.ksrc)
+    with timer.step("build"):
+        say("== kernels vanilla-perf and patched-perf")
+        builds = bench.prepare(["vanilla", "patched"], "perf", a.ksrc)
+    with timer.step("boots"):
+        say(f"== {rounds} round(s) of alternating boots (multi-threaded TCG), suite bench: {args}")
+        runs = bench.alternate(builds, "bench", args=args, rounds=rounds, accel="multi",
+                               smp=a.smp)
+    records, problems = [], []
+    for res in runs:
+        variant, rnd = res.label.split("-r")[0], int(res.label.split("-r")[1].split("-")[0])
+        f = res.files.get("bench.jsonl")
+        if not res.ok:
+            problems.append(f"{res.label}: {res.summary.status} ({rel(res.console_log)})")
+        if f is None:
+            problems.append(f"{res.label}: no bench.jsonl came back")
+            continue
+        records += bench_report.load_records(Path(f), variant, rnd)
+    top = runs[0].results_dir.parent
+    summary = bench_report.summarize(records)
+    facts = _host_facts(builds)
+    (top / "bench.json").write_text(json.dumps({"facts": facts, "args": args, "rounds": rounds,
+                                                "summary": summary, "records": records,
+                                                "problems": problems}, indent=1) + "\n")
+    bench_report.write_csv(summary, top / "throughput.csv")
+    pngs = bench_report.plots(summary, top)
+    lines = bench_report.text_tables(summary)
+    (top / "report.txt").write_text("\n".join(lines) + "\n")
+    say("")
+    for line in lines:
+        say(line)
+    say("")
+    k = facts["kernels"]
+    say(f"kernels: " + ", ".join(f"{v} {d['release']} (base {d['base']})" for v, d in k.items()))
+    say(f"QEMU: {' '.join(facts['qemu'])}; host: {facts['host_cpu']} x{facts['host_cpus']}; "
+        f"commit {facts['git_commit'][:12]}{' (dirty)' if facts['git_dirty'] else ''}")
+    say(f"results: {rel(top)} (bench.json, throughput.csv, report.txt"
+        f"{', ' + ', '.join(p.name for p in pngs) if pngs else ''})")
+    say(f"timings: {timer.report()}")
+    for p in problems:
+        warn(p)
+    bad = summary["records_with_bad_bytes"]
+    if bad:
+        say(f"FAIL  {bad} measurement(s) found corrupted bytes")
+    return EXIT_FAIL if (problems or bad or not records) else EXIT_OK
 
 
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,

@@ -1,0 +1,314 @@
+"""Turn the bench suite's JSON lines from alternating boots into tables,
+JSON, CSV and plots.
+
+Every record comes from guest/mo_bench (one JSON object a line) and is
+tagged here with the kernel variant ("vanilla" or "patched") and the boot
+round. Under emulation only ratios measured in the same session mean
+anything, so each ratio against vanilla is taken per round (patched boot r
+against vanilla boot r) and reported as the median over rounds with its
+spread (min..max).
+"""
+
+import csv
+import json
+import statistics
+from collections import defaultdict
+
+VANILLA = "vanilla"
+
+
+def load_records(path, variant, rnd):
+    """The JSON lines of one boot's bench.jsonl, tagged; bad lines skipped."""
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        rec["variant"] = variant
+        rec["round"] = rnd
+        out.append(rec)
+    return out
+
+
+def _usable(rec, mode):
+    return rec.get("mode") == mode and not rec.get("skipped") and not rec.get("absent")
+
+
+def config_of(rec):
+    """The engine configuration: "vanilla" for every vanilla-kernel record."""
+    return VANILLA if rec["variant"] == VANILLA else rec.get("config") or rec.get("engine")
+
+
+def mean_sd(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    m = statistics.fmean(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return m, sd
+
+
+def _per_round(records, key, value="gbps"):
+    """{key(rec): {round: mean of value}}."""
+    acc = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        v = r.get(value)
+        if isinstance(v, (int, float)):
+            acc[key(r)][r["round"]].append(v)
+    return {k: {rnd: statistics.fmean(vs) for rnd, vs in d.items()} for k, d in acc.items()}
+
+
+def ratio_stats(num_rounds, den_rounds):
+    """Median and min/max over rounds of num/den, pairing the same round."""
+    ratios = [num_rounds[r] / den_rounds[r] for r in num_rounds
+              if r in den_rounds and den_rounds[r] > 0]
+    if not ratios:
+        return None
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
+            "pairs": len(ratios)}
+
+
+def summarize(records):
+    """All tables as plain data (what bench.json's "summary" holds)."""
+    tput = [r for r in records if _usable(r, "tput")]
+    count = [r for r in records if _usable(r, "count")]
+    lat = [r for r in records if _usable(r, "latency")]
+    memcpy = [r for r in records if _usable(r, "memcpy")]
+    comp = [r for r in records if _usable(r, "compaction")]
+    absent = sorted({(r["variant"], r.get("config")) for r in records
+                     if r.get("absent")})
+
+    # Throughput, per (config, folio_kb, to).
+    groups = defaultdict(list)
+    for r in tput:
+        groups[(config_of(r), r.get("folio_kb"), r.get("to"))].append(r)
+    per_round = _per_round(tput, lambda r: (config_of(r), r.get("folio_kb"), r.get("to")))
+    mem_round = _per_round(memcpy, lambda r: r["variant"])
+    mem_mean = {v: mean_sd([r.get("gbps") for r in memcpy if r["variant"] == v])[0]
+                for v in {r["variant"] for r in memcpy}}
+    rows = []
+    for (cfg, kb, to), rs in sorted(groups.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0,
+                                                                   x[0][2] or 0)):
+        m, sd = mean_sd([r.get("gbps") for r in rs])
+        ratio = ratio_stats(per_round.get((cfg, kb, to), {}),
+                            per_round.get((VANILLA, kb, to), {})) if cfg != VANILLA else None
+        variant = VANILLA if cfg == VANILLA else "patched"
+        mem = mem_mean.get(variant)
+        rows.append({
+            "config": cfg, "folio_kb": kb, "to": to, "n": len(rs),
+            "gbps": m, "gbps_sd": sd,
+            "ratio_median": ratio and ratio["median"], "ratio_min": ratio and ratio["min"],
+            "ratio_max": ratio and ratio["max"], "ratio_pairs": ratio and ratio["pairs"],
+            "memcpy_fraction": (m / mem) if (m is not None and mem) else None,
+            "folio_share": mean_sd([r.get("folio_share") for r in rs])[0],
+            "not_moved": mean_sd([r.get("not_moved") for r in rs])[0],
+            "ebusy": mean_sd([r.get("ebusy") for r in rs])[0],
+            "stayed_behind": mean_sd([r.get("stayed_behind") for r in rs])[0],
+            "sys_s_per_gib": mean_sd([r.get("sys_s_per_gib") for r in rs])[0],
+            "tlb_ipis_per_gib": mean_sd([r.get("tlb_ipis_per_gib") for r in rs])[0],
+            "batch_copied": mean_sd([r.get("pgmigrate_batch_copied") for r in rs])[0],
+            "batch_fallback": mean_sd([r.get("pgmigrate_batch_fallback") for r in rs])[0],
+        })
+
+    # Folio-count sweep at 2M.
+    cgroups = defaultdict(list)
+    for r in count:
+        cgroups[(config_of(r), r.get("folios"))].append(r)
+    c_round = _per_round(count, lambda r: (config_of(r), r.get("folios")))
+    count_rows = []
+    for (cfg, n), rs in sorted(cgroups.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0)):
+        m, sd = mean_sd([r.get("gbps") for r in rs])
+        ratio = ratio_stats(c_round.get((cfg, n), {}), c_round.get((VANILLA, n), {})) \
+            if cfg != VANILLA else None
+        count_rows.append({"config": cfg, "folios": n, "n": len(rs), "gbps": m, "gbps_sd": sd,
+                           "ratio_median": ratio and ratio["median"]})
+
+    # Latency against batch size.
+    lgroups = defaultdict(list)
+    for r in lat:
+        size = (r.get("folios"), 2048) if r.get("folios") else (r.get("pages"), 4)
+        lgroups[(config_of(r), size[1], size[0])].append(r)
+    lat_rows = []
+    for (cfg, kb, n), rs in sorted(lgroups.items(), key=lambda x: (str(x[0][0]), x[0][1],
+                                                                   x[0][2] or 0)):
+        fu = [r.get("first_usable_us") for r in rs if r.get("first_usable_us") is not None]
+        ms = [r.get("max_stall_us") for r in rs if r.get("max_stall_us") is not None]
+        lat_rows.append({"config": cfg, "folio_kb": kb, "batch": n, "n": len(rs),
+                         "first_usable_us": statistics.median(fu) if fu else None,
+                         "max_stall_us": statistics.median(ms) if ms else None,
+                         "move_us": mean_sd([r.get("move_us") for r in rs])[0]})
+
+    # Compaction.
+    kgroups = defaultdict(list)
+    for r in comp:
+        kgroups[(config_of(r), bool(r.get("hog")))].append(r)
+    comp_rows = []
+    for (cfg, hog), rs in sorted(kgroups.items(), key=lambda x: (str(x[0][0]), x[0][1])):
+        def avg(k):
+            return mean_sd([r.get(k) for r in rs])[0]
+        comp_rows.append({"config": cfg, "hog": hog, "n": len(rs), "wall_s": avg("wall_s"),
+                          "pgmigrate_success": avg("pgmigrate_success"),
+                          "huge_target": avg("huge_target"), "huge_obtained": avg("huge_obtained"),
+                          "batch_copied": avg("pgmigrate_batch_copied"),
+                          "user_s": avg("user_s"), "sys_s": avg("sys_s"), "idle_s": avg("idle_s"),
+                          "sys_pct": avg("sys_pct"), "hog_per_s": avg("hog_per_s")})
+
+    bad = sum(1 for r in records if (r.get("bad_bytes") or 0) > 0)
+    return {"throughput": rows, "count": count_rows, "latency": lat_rows,
+            "compaction": comp_rows,
+            "memcpy": {v: {"gbps": m, "rounds": mem_round.get(v, {})} for v, m in mem_mean.items()},
+            "absent": [{"variant": v, "config": c} for v, c in absent],
+            "records_with_bad_bytes": bad, "records": len(records)}
+
+
+def goals(summary):
+    """The issue's goals, as measured (never asserted)."""
+    out = []
+    two_m = [r for r in summary["throughput"]
+             if r["config"] == "mtcopy-2" and r["folio_kb"] == 2048 and r["ratio_median"]]
+    for r in two_m:
+        out.append(f"2M folios to node {r['to']}: mtcopy-2 at {r['ratio_median']:.2f}x vanilla "
+                   f"(goal >= 1.5x: {'met' if r['ratio_median'] >= 1.5 else 'missed'})")
+    cpu = [r for r in summary["throughput"] if r["config"] == "cpu" and r["ratio_median"]]
+    if cpu:
+        worst = min(cpu, key=lambda r: r["ratio_median"])
+        out.append(f"built-in cpu: lowest {worst['ratio_median']:.2f}x vanilla at "
+                   f"{worst['folio_kb']}K to node {worst['to']} (goal >= 0.97x everywhere: "
+                   f"{'met' if worst['ratio_median'] >= 0.97 else 'missed'})")
+    if not out:
+        out.append("goals: no vanilla/patched pairs to compare")
+    return out
+
+
+def _f(v, fmt="{:.3f}"):
+    return "-" if v is None else fmt.format(v)
+
+
+def text_tables(summary):
+    lines = []
+    lines.append("== throughput: move_pages() GB/s (mean +- sd), ratio vs vanilla "
+                 "(median of per-round ratios [min..max]), fraction of memcpy")
+    lines.append(f"{'config':<10} {'folio':>6} {'to':>3} {'n':>3} {'GB/s':>8} {'sd':>7} "
+                 f"{'ratio':>6} {'[min..max]':>14} {'memcpy':>7} {'sys s/GiB':>9} "
+                 f"{'TLB/GiB':>8} {'EBUSY':>6} {'stayed':>6}")
+    for r in summary["throughput"]:
+        rng = (f"[{r['ratio_min']:.2f}..{r['ratio_max']:.2f}]" if r["ratio_min"] is not None
+               else "")
+        lines.append(f"{r['config']:<10} {str(r['folio_kb']) + 'K':>6} {r['to']!s:>3} {r['n']:>3} "
+                     f"{_f(r['gbps']):>8} {_f(r['gbps_sd']):>7} {_f(r['ratio_median'], '{:.2f}'):>6} "
+                     f"{rng:>14} {_f(r['memcpy_fraction'], '{:.2f}'):>7} "
+                     f"{_f(r['sys_s_per_gib'], '{:.2f}'):>9} {_f(r['tlb_ipis_per_gib'], '{:.0f}'):>8} "
+                     f"{_f(r['ebusy'], '{:.0f}'):>6} {_f(r['stayed_behind'], '{:.0f}'):>6}")
+    for v, m in summary["memcpy"].items():
+        lines.append(f"memcpy ({v} kernel): {_f(m['gbps'])} GB/s")
+    if summary["count"]:
+        lines.append("")
+        lines.append("== folio-count sweep at 2M: GB/s, ratio vs vanilla")
+        for r in summary["count"]:
+            lines.append(f"{r['config']:<10} {r['folios']!s:>4} folios  {_f(r['gbps']):>8} "
+                         f"+- {_f(r['gbps_sd'])}  {_f(r['ratio_median'], '{:.2f}')}x")
+    if summary["latency"]:
+        lines.append("")
+        lines.append("== latency: time until page 0 is usable at its destination, and the "
+                     "longest stall a reader saw (median us)")
+        for r in summary["latency"]:
+            lines.append(f"{r['config']:<10} {r['batch']!s:>4} x {r['folio_kb']}K  first usable "
+                         f"{_f(r['first_usable_us'], '{:.0f}'):>8}  max stall "
+                         f"{_f(r['max_stall_us'], '{:.0f}'):>8}  move {_f(r['move_us'], '{:.0f}'):>8}")
+    if summary["compaction"]:
+        lines.append("")
+        lines.append("== compaction (fragmented node, 2M pages requested)")
+        for r in summary["compaction"]:
+            lines.append(f"{r['config']:<10} hog={'yes' if r['hog'] else 'no ':<3} wall "
+                         f"{_f(r['wall_s'], '{:.2f}')}s  migrated {_f(r['pgmigrate_success'], '{:.0f}')} "
+                         f"huge {_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} "
+                         f"sys {_f(r['sys_pct'], '{:.0f}')}%  hog/s {_f(r['hog_per_s'], '{:.0f}')}")
+    if summary["absent"]:
+        lines.append("")
+        lines.append("absent configurations (reported, not measured): " +
+                     ", ".join(f"{a['config']} ({a['variant']})" for a in summary["absent"]))
+    lines.append("")
+    lines += goals(summary)
+    lines.append(f"records: {summary['records']}, with corrupted bytes: "
+                 f"{summary['records_with_bad_bytes']}")
+    return lines
+
+
+def write_csv(summary, path):
+    rows = summary["throughput"]
+    if not rows:
+        path.write_text("")
+        return
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plots(summary, outdir):
+    """PNG plots; returns the files written (none without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    tput = summary["throughput"]
+    for to in sorted({r["to"] for r in tput if r["to"] is not None}):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for cfg in sorted({r["config"] for r in tput}):
+            pts = sorted((r["folio_kb"], r["gbps"], r["gbps_sd"] or 0) for r in tput
+                         if r["config"] == cfg and r["to"] == to and r["gbps"] is not None)
+            if pts:
+                ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
+                            marker="o", capsize=3, label=cfg)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("folio size (KiB)")
+        ax.set_ylabel("move_pages() GB/s")
+        ax.set_title(f"Throughput vs folio size, node 0 -> {to} (emulated: compare ratios)")
+        ax.legend(fontsize=8)
+        p = outdir / f"throughput_to{to}.png"
+        fig.tight_layout()
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        written.append(p)
+    if summary["count"]:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for cfg in sorted({r["config"] for r in summary["count"]}):
+            pts = sorted((r["folios"], r["gbps"]) for r in summary["count"]
+                         if r["config"] == cfg and r["gbps"] is not None)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=cfg)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("2M folios moved")
+        ax.set_ylabel("GB/s")
+        ax.set_title("Throughput vs folio count (2M)")
+        ax.legend(fontsize=8)
+        p = outdir / "throughput_vs_count.png"
+        fig.tight_layout()
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        written.append(p)
+    lat = [r for r in summary["latency"] if r["folio_kb"] == 4]
+    if lat:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for cfg in sorted({r["config"] for r in lat}):
+            pts = sorted((r["batch"], r["first_usable_us"]) for r in lat
+                         if r["config"] == cfg and r["first_usable_us"] is not None)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=cfg)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("4K pages per move_pages() call")
+        ax.set_ylabel("first folio usable after (us)")
+        ax.set_title("Latency vs batch size")
+        ax.legend(fontsize=8)
+        p = outdir / "latency_vs_batch.png"
+        fig.tight_layout()
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        written.append(p)
+    return written

@@ -1,0 +1,60 @@
+import json
+
+from lab.molab import bench_report as br
+
+
+def rec(variant, rnd, config, kb, gbps, mode="tput", to=1, **kw):
+    r = {"mode": mode, "config": config, "folio_kb": kb, "to": to, "gbps": gbps,
+         "variant": variant, "round": rnd}
+    r.update(kw)
+    return r
+
+
+def test_ratio_pairs_rounds_and_takes_the_median():
+    recs = []
+    # vanilla drifts between rounds; patched is always 2x its own round's vanilla
+    for rnd, base in enumerate([1.0, 2.0, 4.0]):
+        recs += [rec("vanilla", rnd, "vanilla", 2048, base),
+                 rec("patched", rnd, "mtcopy-2", 2048, 2 * base),
+                 rec("patched", rnd, "cpu", 2048, base * (0.9 if rnd == 0 else 1.0))]
+    s = br.summarize(recs)
+    rows = {r["config"]: r for r in s["throughput"]}
+    assert rows["mtcopy-2"]["ratio_median"] == 2.0
+    assert rows["mtcopy-2"]["ratio_pairs"] == 3
+    assert abs(rows["cpu"]["ratio_min"] - 0.9) < 1e-9 and rows["cpu"]["ratio_median"] == 1.0
+    assert rows["vanilla"]["ratio_median"] is None
+    text = "\n".join(br.goals(s))
+    assert "mtcopy-2 at 2.00x vanilla (goal >= 1.5x: met)" in text
+    assert "built-in cpu: lowest 1.00x" in text
+
+
+def test_skipped_absent_and_corrupt_records():
+    recs = [rec("vanilla", 0, "vanilla", 4, 1.0),
+            rec("patched", 0, "dcbm-4", 4, None, skipped=True),
+            {"mode": "config", "config": "dcbm-4", "absent": True, "variant": "patched",
+             "round": 0},
+            rec("patched", 0, "cpu", 4, 1.0, bad_bytes=3)]
+    s = br.summarize(recs)
+    assert [r["config"] for r in s["throughput"]] == ["cpu", "vanilla"]
+    assert s["absent"] == [{"variant": "patched", "config": "dcbm-4"}]
+    assert s["records_with_bad_bytes"] == 1
+
+
+def test_memcpy_fraction_and_text(tmp_path):
+    recs = [rec("vanilla", 0, "vanilla", 4, 1.0), rec("vanilla", 0, "vanilla", 4, 4.0,
+                                                      mode="memcpy"),
+            rec("patched", 0, "none", 4, 1.0), rec("patched", 0, "none", 4, 2.0, mode="memcpy")]
+    s = br.summarize(recs)
+    rows = {r["config"]: r for r in s["throughput"]}
+    assert rows["vanilla"]["memcpy_fraction"] == 0.25
+    assert rows["none"]["memcpy_fraction"] == 0.5
+    assert any("== throughput" in line for line in br.text_tables(s))
+    br.write_csv(s, tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_text().startswith("config,")
+
+
+def test_load_records_tags_and_skips_junk(tmp_path):
+    p = tmp_path / "bench.jsonl"
+    p.write_text(json.dumps({"mode": "tput", "gbps": 1}) + "\nnot json\n{broken\n")
+    out = br.load_records(p, "patched", 2)
+    assert out == [{"mode": "tput", "gbps": 1, "variant": "patched", "round": 2}]
