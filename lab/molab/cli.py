@@ -306,7 +306,7 @@ def _host_facts(builds):
 def cmd_bench(a):
     import json
     from . import bench, bench_report
-    rounds = a.rounds or (2 if a.quick else 3)
+    rounds = a.rounds if a.rounds is not None else (2 if a.quick else 3)
     if rounds < 1:
         raise LabError(f"--rounds {rounds} is too small", "give 1 or more")
     args = " ".join(x for x in (f"MO_BENCH={'quick' if a.quick else 'full'}", a.args) if x)

@@ -37,8 +37,9 @@ def test_no_command():
     assert_one_line_error(run_cli(), "no command given")
 
 
-def test_bench_not_implemented():
-    assert_one_line_error(run_cli("bench"), "not implemented yet")
+def test_bench_bad_rounds():
+    # Checked before anything is built or booted.
+    assert_one_line_error(run_cli("bench", "--rounds", "0"), "--rounds 0 is too small")
 
 
 def test_bad_ksrc_not_a_tree(tmp_path):
