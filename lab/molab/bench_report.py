@@ -277,38 +277,30 @@ def plots(summary, outdir):
         fig.savefig(p, dpi=110)
         plt.close(fig)
         written.append(p)
-    if summary["count"]:
+    def line_plot(rows, x, y, xlabel, ylabel, title, name, ylog=False):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for cfg in sorted({r["config"] for r in summary["count"]}):
-            pts = sorted((r["folios"], r["gbps"]) for r in summary["count"]
-                         if r["config"] == cfg and r["gbps"] is not None)
+        for cfg in sorted({r["config"] for r in rows}):
+            pts = sorted((r[x], r[y]) for r in rows if r["config"] == cfg and r[y] is not None)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=cfg)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("2M folios moved")
-        ax.set_ylabel("GB/s")
-        ax.set_title("Throughput vs folio count (2M)")
+        if ylog:
+            ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
         ax.legend(fontsize=8)
-        p = outdir / "throughput_vs_count.png"
+        path = outdir / name
         fig.tight_layout()
-        fig.savefig(p, dpi=110)
+        fig.savefig(path, dpi=110)
         plt.close(fig)
-        written.append(p)
+        written.append(path)
+
+    if summary["count"]:
+        line_plot(summary["count"], "folios", "gbps", "2M folios moved", "GB/s",
+                  "Throughput vs folio count (2M)", "throughput_vs_count.png")
     lat = [r for r in summary["latency"] if r["folio_kb"] == 4]
     if lat:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for cfg in sorted({r["config"] for r in lat}):
-            pts = sorted((r["batch"], r["first_usable_us"]) for r in lat
-                         if r["config"] == cfg and r["first_usable_us"] is not None)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=cfg)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("4K pages per move_pages() call")
-        ax.set_ylabel("first folio usable after (us)")
-        ax.set_title("Latency vs batch size")
-        ax.legend(fontsize=8)
-        p = outdir / "latency_vs_batch.png"
-        fig.tight_layout()
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        line_plot(lat, "batch", "first_usable_us", "4K pages per move_pages() call",
+                  "first folio usable after (us)", "Latency vs batch size",
+                  "latency_vs_batch.png", ylog=True)
     return written

@@ -58,3 +58,14 @@ def test_load_records_tags_and_skips_junk(tmp_path):
     p.write_text(json.dumps({"mode": "tput", "gbps": 1}) + "\nnot json\n{broken\n")
     out = br.load_records(p, "patched", 2)
     assert out == [{"mode": "tput", "gbps": 1, "variant": "patched", "round": 2}]
+
+
+def test_plots_written(tmp_path):
+    recs = [{"mode": "count", "config": "none", "folios": n, "gbps": 1.0 * n,
+             "variant": "patched", "round": 0} for n in (1, 8)]
+    recs += [{"mode": "latency", "config": "none", "pages": n, "first_usable_us": 10.0 * n,
+              "max_stall_us": 5, "variant": "patched", "round": 0} for n in (1, 8)]
+    recs += [rec("patched", 0, "none", 4, 1.0)]
+    names = sorted(p.name for p in br.plots(br.summarize(recs), tmp_path))
+    assert names == ["latency_vs_batch.png", "throughput_to1.png", "throughput_vs_count.png"]
+    assert all((tmp_path / n).stat().st_size > 0 for n in names)
