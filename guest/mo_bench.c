@@ -1387,11 +1387,42 @@ static void latency_one(long kb, size_t len, long folios, int rep,
 	munmap(buf, len);
 }
 
+/*
+ * Latency runs for each count in @counts of @unit-byte pieces (4K pages or
+ * 2M folios, per @kb); a count that does not fit on both nodes is skipped.
+ */
+static void latency_sizes(long kb, const struct list *counts, size_t unit,
+			  const char *what, int main_cpu, int reader_cpu)
+{
+	char why[256];
+	int i, rep;
+
+	if (counts->n && set_folio_size(kb, why, sizeof(why))) {
+		j_skipped(kb, 0, NULL, 0, "%s", why);
+		return;
+	}
+	for (i = 0; i < counts->n; i++) {
+		size_t len = counts->v[i] * unit;
+		long long free;
+
+		if ((free = short_of_memory(opt.from, len)) ||
+		    (free = short_of_memory(opt.to, len))) {
+			j_skipped(kb, len, what, counts->v[i],
+				  "%zu MiB do not fit: %lld MiB free", len / MIB,
+				  free / (long long)MIB);
+			continue;
+		}
+		/* Only the 2M runs record how many folios they moved. */
+		for (rep = 0; rep < mode_reps(); rep++)
+			latency_one(kb, len, kb == 4 ? 0 : counts->v[i], rep,
+				    main_cpu, reader_cpu);
+	}
+}
+
 static void run_latency(void)
 {
-	int main_cpu, reader_cpu, i, rep;
+	int main_cpu, reader_cpu;
 	cpu_set_t set;
-	char why[256];
 
 	need_root();
 	need_nodes(opt.from, opt.to);
@@ -1406,43 +1437,9 @@ static void run_latency(void)
 	if (reader_cpu < 0)
 		note("latency: one CPU only: the reader shares it with the mover");
 
-	if (opt.pages.n && set_folio_size(4, why, sizeof(why))) {
-		j_skipped(4, 0, NULL, 0, "%s", why);
-	} else {
-		for (i = 0; i < opt.pages.n; i++) {
-			size_t len = opt.pages.v[i] * page_size;
-			long long free;
-
-			if ((free = short_of_memory(opt.from, len)) ||
-			    (free = short_of_memory(opt.to, len))) {
-				j_skipped(4, len, "pages", opt.pages.v[i],
-					  "%zu MiB do not fit: %lld MiB free", len / MIB,
-					  free / (long long)MIB);
-				continue;
-			}
-			for (rep = 0; rep < mode_reps(); rep++)
-				latency_one(4, len, 0, rep, main_cpu, reader_cpu);
-		}
-	}
-	if (opt.folios.n && set_folio_size(2048, why, sizeof(why))) {
-		j_skipped(2048, 0, NULL, 0, "%s", why);
-		return;
-	}
-	for (i = 0; i < opt.folios.n; i++) {
-		size_t len = opt.folios.v[i] * PMD_SIZE;
-		long long free;
-
-		if ((free = short_of_memory(opt.from, len)) ||
-		    (free = short_of_memory(opt.to, len))) {
-			j_skipped(2048, len, "folios", opt.folios.v[i],
-				  "%zu MiB do not fit: %lld MiB free", len / MIB,
-				  free / (long long)MIB);
-			continue;
-		}
-		for (rep = 0; rep < mode_reps(); rep++)
-			latency_one(2048, len, opt.folios.v[i], rep, main_cpu,
-				    reader_cpu);
-	}
+	latency_sizes(4, &opt.pages, page_size, "pages", main_cpu, reader_cpu);
+	latency_sizes(2048, &opt.folios, PMD_SIZE, "folios", main_cpu,
+		      reader_cpu);
 }
 
 /* ---------------------------------------------------------------- memcpy */
