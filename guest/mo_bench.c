@@ -1538,6 +1538,20 @@ static long free_2m_blocks(int node)
 	return total;
 }
 
+/*
+ * Is page @i one the compaction run frees?  The page of each aligned pair
+ * whose frame number (or index) has odd bit parity.  Plain odd frames
+ * would alias with the compaction free scanner's power-of-two stride:
+ * after a few full pageblocks it samples even frames only, finds nothing
+ * free and ends compaction early (about every other run here did).
+ */
+static bool frag_drop(bool by_pfn, const uint64_t *pm, size_t i)
+{
+	if (!by_pfn)
+		return __builtin_parityll(i);
+	return PM_PRESENT(pm[i]) && __builtin_parityll(PM_PFN(pm[i]));
+}
+
 /* The first CPU of @node, or -1. */
 static int node_first_cpu(int node)
 {
@@ -1640,23 +1654,29 @@ static void run_compaction_one(int rep, int cpu)
 	if (mbind(buf8, len, MPOL_BIND, mask, MAX_NODES, 0))
 		fatal(EXIT_USAGE, "compaction: mbind to node %d: %s", opt.node,
 		      strerror(errno));
+	/*
+	 * Keep the per-CPU free lists short (restored at exit): pages freed
+	 * below park there first (by default up to the zone's low watermark
+	 * per CPU), where they neither count as free nor are seen by the
+	 * compaction free scanner; the fragmentation should be what we made.
+	 */
+	set_setting("/proc/sys/vm/percpu_pagelist_high_fraction", "100000");
 	fill(buf8, 0, len, seed);
 
 	/*
-	 * Free every other page: by physical frame number where pagemap shows
-	 * it (so no two free pages are neighbours), else by address.
+	 * Free one page of every aligned pair of frames, so that no free
+	 * buddy above order 0 (let alone 2M) is left: by physical frame
+	 * number where pagemap shows it, else by address.
 	 */
 	pm = read_pagemap(buf8, len);
 	by_pfn = pm && PM_PFN(pm[0]);
 	for (i = 0; i < n; i++) {
-		bool drop = by_pfn ? (PM_PRESENT(pm[i]) && (PM_PFN(pm[i]) & 1)) : (i & 1);
 		size_t k = i;
 
-		if (!drop)
+		if (!frag_drop(by_pfn, pm, i))
 			continue;
 		/* coalesce a run of pages to drop */
-		while (k + 1 < n && (by_pfn ? (PM_PRESENT(pm[k + 1]) && (PM_PFN(pm[k + 1]) & 1))
-					   : false))
+		while (k + 1 < n && by_pfn && frag_drop(by_pfn, pm, k + 1))
 			k++;
 		madvise(buf8 + i * page_size, (k - i + 1) * page_size, MADV_DONTNEED);
 		freed += k - i + 1;
@@ -1665,7 +1685,7 @@ static void run_compaction_one(int rep, int cpu)
 	free2m_after_frag = free_2m_blocks(opt.node);
 	target = opt.huge >= 0 ? opt.huge
 			       : (free2m_after_frag > 0 ? free2m_after_frag : 0) +
-				 (long)(freed * page_size / 2 / PMD_SIZE);
+				 (long)(freed * page_size / PMD_SIZE);
 	free2m_before = free2m_after_frag;
 
 	if (opt.hog) {
@@ -1694,23 +1714,28 @@ static void run_compaction_one(int rep, int cpu)
 	t0 = now_ns();
 	if (opt.trigger == TRIG_COMPACT) {
 		cret = write_file(compact_path, "1");
-		t1 = now_ns();
+		t1 = th0 = th1 = now_ns();
 		if (sh)
 			hog1 = hog_count(sh);
 		snap_take(&b);
-	}
-	snprintf(buf, sizeof(buf), "%ld", orig_huge + target);
-	th0 = now_ns();
-	ret = set_setting(nr_path, buf);
-	th1 = now_ns();
-	if (opt.trigger != TRIG_COMPACT) {
-		t1 = th1;
+		/*
+		 * Count what compaction made instead of allocating hugetlb
+		 * pages: those are unmovable, so taking them turns their
+		 * pageblocks unmovable, and the next run's free scanner
+		 * skips them.
+		 */
+		got = free_2m_blocks(opt.node);
+	} else {
+		snprintf(buf, sizeof(buf), "%ld", orig_huge + target);
+		th0 = now_ns();
+		ret = set_setting(nr_path, buf);
+		t1 = th1 = now_ns();
 		if (sh)
 			hog1 = hog_count(sh);
 		snap_take(&b);
+		if (!read_file(nr_path, buf, sizeof(buf)) && sscanf(buf, "%ld", &got) == 1)
+			got -= orig_huge;
 	}
-	if (!read_file(nr_path, buf, sizeof(buf)) && sscanf(buf, "%ld", &got) == 1)
-		got -= orig_huge;
 	if (hog_pid > 0) {
 		kill(hog_pid, SIGKILL);
 		waitpid(hog_pid, NULL, 0);
@@ -1721,7 +1746,7 @@ static void run_compaction_one(int rep, int cpu)
 	snprintf(buf, sizeof(buf), "%ld", orig_huge);
 	write_file(nr_path, buf);
 	for (i = 0; i < n; i++) {
-		bool kept = by_pfn ? (PM_PRESENT(pm[i]) && !(PM_PFN(pm[i]) & 1)) : !(i & 1);
+		bool kept = (!by_pfn || PM_PRESENT(pm[i])) && !frag_drop(by_pfn, pm, i);
 
 		if (kept)
 			bad += verify(buf8 + i * page_size, i * page_size, page_size,
@@ -1848,13 +1873,17 @@ static void usage(FILE *f)
 "  memcpy      user-space memcpy() of --size MiB (source on --from, target on\n"
 "              --to where those nodes exist): the ceiling for throughput\n"
 "  compaction  on --node: fill --fill-pct of its free memory with 4K pages,\n"
-"              free every other page (by physical frame), then ask for 2M\n"
+"              free one page of every aligned pair of frames (the one\n"
+"              with odd bit parity), then ask for 2M\n"
 "              hugetlb pages there (nr_hugepages), which compacts; wall time,\n"
 "              pages obtained, migration/compaction counters, CPU time.\n"
-"              --trigger compact: first compact the whole node (write 1 to\n"
-"              its compact file; that is what wall_s times), then ask\n"
-"              (huge_wall_s); independent of the allocator's compaction\n"
-"              deferral, which makes back-to-back hugepages runs unequal\n"
+"              --trigger compact: compact the whole node instead (write 1\n"
+"              to its compact file; wall_s times that) and count the free\n"
+"              2M blocks it leaves (huge_obtained); takes no hugetlb pages\n"
+"              and is not subject to the allocator's compaction deferral,\n"
+"              so back-to-back runs do the same work.  Both keep the\n"
+"              per-CPU free lists short (vm.percpu_pagelist_high_fraction)\n"
+"              while they run: pages parked there are no compaction target\n"
 "\n"
 "Options (defaults in brackets):\n"
 "  --size MB        buffer size for tput and memcpy [256]\n"
@@ -1873,7 +1902,8 @@ static void usage(FILE *f)
 "  --node NODE      compaction: the node to fragment and compact [1]\n"
 "  --fill-pct P     compaction: percent of the node's MemFree to fill [80]\n"
 "  --huge N         compaction: 2M pages to ask for [the free 2M blocks the\n"
-"                   node has after fragmenting + half of the freed memory]\n"
+"                   node has after fragmenting + the freed memory, in 2M: the\n"
+"                   most compaction can make]\n"
 "  --trigger T      compaction: hugepages or compact (see above) [hugepages]\n"
 "  --hog            compaction: a child process pinned to the writer's CPU\n"
 "                   busy-loops; reports hog_iterations, hog_per_s and its\n"

@@ -27,7 +27,7 @@
 #                        hugepage request compacts, but the allocator defers
 #                        compaction after a failure, so later runs of a boot
 #                        may do little) (compact)
-#   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (80)
+#   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (95)
 #   MO_TO=list           tput targets (full 1,2; quick 1)
 #   MO_JSONL=path        keep the collected file here
 #                        (default /tmp/mo-bench.<pid>/bench.jsonl)
@@ -81,7 +81,7 @@ LAT_PAGES=${MO_LAT_PAGES:-1,8,32,128,512}
 LAT_FOLIOS=${MO_LAT_FOLIOS:-1,4,16}
 CNODE=${MO_COMPACT_NODE:-1}
 CTRIG=${MO_COMPACT_TRIGGER:-compact}
-FILL=${MO_FILL_PCT:-80}
+FILL=${MO_FILL_PCT:-95}
 
 WORK=/tmp/mo-bench.$$
 mkdir -p "$WORK"

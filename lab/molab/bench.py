@@ -1,4 +1,4 @@
-"""Building blocks for benchmarks (the 'bench' command itself is not written yet).
+"""Building blocks of 'molab bench' (cli.cmd_bench): build, then boot alternately.
 
 A benchmark compares kernels booted alternately in the same session:
 
@@ -60,7 +60,7 @@ def alternate(builds, suite, args="", rounds=3, accel="multi", smp=2, files=None
                 run_label = f"{name}-r{r}" + (f"-retry{attempt}" if attempt else "")
                 spec = qemu.BootSpec(kernel=kern, initrd=initrd, suites=[suite], args=args,
                                      accel=accel, smp=smp, timeout=timeout,
-                                     idle_timeout=idle_timeout, label=run_label,
+                                     idle_timeout=idle_timeout, label=run_label, prealloc=True,
                                      results_dir=top / run_label)
                 t0 = time.monotonic()
                 res = qemu.boot(spec)

@@ -55,6 +55,8 @@ def _add_boot_opts(p):
     p.add_argument("--idle-timeout", type=float, default=300,
                    help="kill the guest after this many seconds without console output")
     p.add_argument("--append", action="append", default=[], help="extra kernel command line words")
+    p.add_argument("--prealloc", action="store_true",
+                   help="back all guest RAM with host memory before booting (bench does)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the whole console")
     p.add_argument("--label", help="results dir name prefix")
 
@@ -175,6 +177,7 @@ def _boot_spec(a, kb, suites, args, label, smp=2):
     return qemu.BootSpec(kernel=kern, initrd=initrd, suites=suites, args=args, accel=a.accel,
                          smp=smp, timeout=a.timeout, idle_timeout=a.idle_timeout,
                          cmdline_extra=list(a.append), label=a.label or label,
+                         prealloc=getattr(a, "prealloc", False),
                          echo="all" if a.verbose else "markers")
 
 

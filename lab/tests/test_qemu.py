@@ -100,6 +100,9 @@ def test_numa_topology_arguments():
     assert joined.count("memory-backend-ram") == 3
     four = " ".join(qemu.numa_args(4, 512))
     assert "nodeid=0,cpus=0,cpus=2," in four and "nodeid=1,cpus=1,cpus=3," in four
+    assert "prealloc" not in joined
+    pre = " ".join(qemu.numa_args(2, 1024, prealloc=True))
+    assert pre.count("size=1024M,prealloc=on") == 3
 
 
 def test_command_line():
