@@ -79,6 +79,7 @@ static struct {
 	int from, to;
 	struct list folio_kb, folios, pages;
 	int reps;
+	int first_rep;		/* number of the first repetition (seed, JSON) */
 	int node;
 	int fill_pct;
 	long huge;		/* -1: default */
@@ -1070,7 +1071,7 @@ static void run_tput(void)
 				  len / MIB, opt.from, opt.to, free / (long long)MIB);
 			continue;
 		}
-		for (rep = 0; rep < mode_reps(); rep++)
+		for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++)
 			tput_one(kb, len, 0, rep);
 	}
 }
@@ -1099,7 +1100,7 @@ static void run_count(void)
 				  len / MIB, opt.from, opt.to, free / (long long)MIB);
 			continue;
 		}
-		for (rep = 0; rep < mode_reps(); rep++)
+		for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++)
 			tput_one(2048, len, n, rep);
 	}
 }
@@ -1413,7 +1414,7 @@ static void latency_sizes(long kb, const struct list *counts, size_t unit,
 			continue;
 		}
 		/* Only the 2M runs record how many folios they moved. */
-		for (rep = 0; rep < mode_reps(); rep++)
+		for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++)
 			latency_one(kb, len, kb == 4 ? 0 : counts->v[i], rep,
 				    main_cpu, reader_cpu);
 	}
@@ -1479,7 +1480,7 @@ static void run_memcpy(void)
 	prefer_node(dst, len, opt.to);
 	fill(src, 0, len, 42);
 	memset(dst, 0, len);
-	for (rep = 0; rep < mode_reps(); rep++) {
+	for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++) {
 		struct json j;
 		long long t0, ns;
 		size_t bad;
@@ -1837,7 +1838,7 @@ static void run_compaction(void)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		fatal(EXIT_USAGE, "cannot run on CPU %d: %s", cpu, strerror(errno));
-	for (rep = 0; rep < mode_reps(); rep++)
+	for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++)
 		run_compaction_one(rep, cpu);
 }
 
@@ -1896,6 +1897,9 @@ static void usage(FILE *f)
 "                   [1,8,16,32,64,256,512]; latency: [1,4,16]\n"
 "  --pages LIST     latency: 4K pages per move_pages() call [1,8,32,128,512]\n"
 "  --reps N         repetitions of every measurement [5; compaction 1]\n"
+"  --first-rep N    number the repetitions from N (their \"rep\" and data\n"
+"                   seed), for callers that interleave single repetitions\n"
+"                   of several configurations [0]\n"
 "  --cpu N          run the mover (and the compaction writer) on CPU N\n"
 "                   [not pinned; compaction: first CPU of --node, else 0;\n"
 "                   latency: first allowed CPU, the reader on the next]\n"
@@ -1963,7 +1967,8 @@ static void read_engine(void)
 int main(int argc, char **argv)
 {
 	enum { O_SIZE = 256, O_FROM, O_TO, O_FOLIO, O_FOLIOS, O_PAGES, O_REPS,
-	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU, O_TRIGGER };
+	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU, O_TRIGGER,
+	       O_FIRST_REP };
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "from", required_argument, NULL, O_FROM },
@@ -1972,6 +1977,7 @@ int main(int argc, char **argv)
 		{ "folios", required_argument, NULL, O_FOLIOS },
 		{ "pages", required_argument, NULL, O_PAGES },
 		{ "reps", required_argument, NULL, O_REPS },
+		{ "first-rep", required_argument, NULL, O_FIRST_REP },
 		{ "node", required_argument, NULL, O_NODE },
 		{ "fill-pct", required_argument, NULL, O_FILL },
 		{ "huge", required_argument, NULL, O_HUGE },
@@ -2028,6 +2034,9 @@ int main(int argc, char **argv)
 			break;
 		case O_PAGES: parse_list("--pages", optarg, &opt.pages, 1, 1 << 24); break;
 		case O_REPS: opt.reps = parse_num("--reps", optarg, 1, 1000000); break;
+		case O_FIRST_REP:
+			opt.first_rep = parse_num("--first-rep", optarg, 0, 1000000);
+			break;
 		case O_NODE: opt.node = parse_num("--node", optarg, 0, MAX_NODES - 1); break;
 		case O_FILL: opt.fill_pct = parse_num("--fill-pct", optarg, 1, 99); break;
 		case O_HUGE: opt.huge = parse_num("--huge", optarg, 0, 1L << 30); break;

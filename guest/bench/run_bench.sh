@@ -9,7 +9,9 @@
 #
 # Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
 #   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy
-#   MO_REPS=N            repetitions of each measurement (2)
+#   MO_REPS=N            repetitions of each measurement (2); tput, count
+#                        and latency run them interleaved: one repetition
+#                        of every configuration, then the next
 #   MO_SIZE_MB=N         tput/memcpy buffer in MiB (64)
 #   MO_ENGINES=a,b,...   configurations (patched default:
 #                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4)
@@ -390,27 +392,46 @@ if [ -n "$first" ]; then
 	use "$first" && run_part "$first" "memcpy" memcpy --size "$SIZE" --reps "$REPS" --from 0 --to 1
 fi
 
-# Part-major order: every configuration runs a part before the next part,
-# so drift during the boot affects all of them alike.
-for to in $(echo "$TO" | tr ',' ' '); do
-	for c in $OK_CONFS; do
-		use "$c" || continue
-		run_part "$c" "tput 0->$to" tput --size "$SIZE" --reps "$REPS" \
-			--from 0 --to "$to" --folio "$FOLIO"
+# rotate N WORD...: the words, starting from the (N mod count)-th.
+rotate() {
+	_k=$(($1 % ($# - 1)))
+	shift
+	while [ "$_k" -gt 0 ]; do
+		_f=$1
+		shift
+		set -- "$@" "$_f"
+		_k=$((_k - 1))
 	done
+	echo "$@"
+}
+
+# interleave LABEL MODE ARGS...: $REPS passes, each running one repetition
+# of every configuration in an order rotated by one from the last pass.
+# Speed under emulation drifts in phases of seconds to minutes (the same
+# 2M move took 0.2 s or 1.5 s within one boot); interleaving spreads every
+# configuration over all phases, and its position within the boot too.
+interleave() {
+	_lab=$1
+	shift
+	[ -n "$OK_CONFS" ] || return 0
+	_r=0
+	while [ "$_r" -lt "$REPS" ]; do
+		for c in $(rotate "$_r" $OK_CONFS); do
+			use "$c" || continue
+			run_part "$c" "$_lab" "$@" --reps 1 --first-rep "$_r"
+		done
+		_r=$((_r + 1))
+	done
+}
+
+for to in $(echo "$TO" | tr ',' ' '); do
+	interleave "tput 0->$to" tput --size "$SIZE" --from 0 --to "$to" --folio "$FOLIO"
 done
 
 if [ "$MODE" = full ]; then
-	for c in $OK_CONFS; do
-		use "$c" || continue
-		run_part "$c" "count 0->$TO1" count --reps "$REPS" --from 0 --to "$TO1" \
-			--folios "$COUNT"
-	done
-	for c in $OK_CONFS; do
-		use "$c" || continue
-		run_part "$c" "latency 0->$TO1" latency --reps "$REPS" --from 0 --to "$TO1" \
-			--pages "$LAT_PAGES" --folios "$LAT_FOLIOS"
-	done
+	interleave "count 0->$TO1" count --from 0 --to "$TO1" --folios "$COUNT"
+	interleave "latency 0->$TO1" latency --from 0 --to "$TO1" \
+		--pages "$LAT_PAGES" --folios "$LAT_FOLIOS"
 	for trig in $(echo "$CTRIG" | tr ',' ' '); do
 		for hog in "" --hog; do
 			for c in $OK_CONFS; do

@@ -24,7 +24,7 @@ def test_ratio_pairs_rounds_and_takes_the_median():
     assert abs(rows["cpu"]["ratio_min"] - 0.9) < 1e-9 and rows["cpu"]["ratio_median"] == 1.0
     assert rows["vanilla"]["ratio_median"] is None
     text = "\n".join(br.goals(s))
-    assert "mtcopy-2 at 2.00x vanilla (goal >= 1.5x: met)" in text
+    assert "mtcopy-2 at 2.00x vanilla [2.00..2.00] over 3 round(s) (goal >= 1.5x: met)" in text
     assert "built-in cpu: lowest 1.00x" in text
 
 
@@ -69,3 +69,39 @@ def test_plots_written(tmp_path):
     names = sorted(p.name for p in br.plots(br.summarize(recs), tmp_path))
     assert names == ["latency_vs_batch.png", "throughput_to1.png", "throughput_vs_count.png"]
     assert all((tmp_path / n).stat().st_size > 0 for n in names)
+
+
+def test_per_round_median_and_same_boot_ratio_against_none():
+    recs = []
+    for rnd, base in enumerate([1.0, 3.0]):
+        recs.append(rec("vanilla", rnd, "vanilla", 2048, base))
+        # one slow phase per boot: the median ignores it, a mean would not
+        for g in (base, base, base / 10):
+            recs.append(rec("patched", rnd, "none", 2048, g))
+        for g in (1.5 * base, 1.5 * base, base / 10):
+            recs.append(rec("patched", rnd, "mtcopy-2", 2048, g))
+    rows = {r["config"]: r for r in br.summarize(recs)["throughput"]}
+    assert rows["none"]["ratio_median"] == 1.0
+    assert rows["none"]["vs_none_median"] is None
+    assert rows["mtcopy-2"]["ratio_median"] == 1.5
+    assert rows["mtcopy-2"]["vs_none_median"] == 1.5
+    assert rows["mtcopy-2"]["vs_none_min"] == 1.5 and rows["mtcopy-2"]["vs_none_max"] == 1.5
+    assert "1.50x none in the same boot" in "\n".join(br.goals({"throughput": list(rows.values())}))
+
+
+def test_compaction_rate_and_ratio():
+    def comp(variant, rnd, config, wall, migrated, hog=False):
+        return {"mode": "compaction", "config": config, "variant": variant, "round": rnd,
+                "wall_s": wall, "pgmigrate_success": migrated, "hog": hog,
+                "huge_obtained": 250, "huge_target": 259, "user_s": 0, "sys_s": wall,
+                "idle_s": wall, "sys_pct": 50, "hog_per_s": None, "hog_base_per_s": None}
+    recs = [comp("vanilla", 0, "vanilla", 2.0, 60000), comp("patched", 0, "cpu", 1.0, 30000),
+            comp("vanilla", 1, "vanilla", 1.0, 60000), comp("patched", 1, "cpu", 1.0, 120000),
+            comp("patched", 1, "none", 0.0, 100)]          # no wall time: no rate
+    rows = {(r["config"], r["hog"]): r for r in br.summarize(recs)["compaction"]}
+    assert rows[("vanilla", False)]["migrated_per_s"] == 45000
+    cpu = rows[("cpu", False)]
+    assert (cpu["ratio_min"], cpu["ratio_max"]) == (1.0, 2.0)
+    assert rows[("none", False)]["migrated_per_s"] is None
+    assert any("compaction of a fragmented node" in line
+               for line in br.text_tables(br.summarize(recs)))
