@@ -281,6 +281,60 @@ def text_tables(summary):
     return lines
 
 
+def markdown_tables(summary):
+    """The headline tables in Markdown (report.md): throughput ratios per
+    configuration and folio size, compaction, goals."""
+    tput = summary["throughput"]
+    out = []
+    sizes = sorted({r["folio_kb"] for r in tput if r["folio_kb"]})
+    for to in sorted({r["to"] for r in tput if r["to"] is not None}):
+        rows = {(r["config"], r["folio_kb"]): r for r in tput if r["to"] == to}
+        cfgs = sorted({c for c, _ in rows}, key=lambda c: (c != VANILLA, c))
+        out.append(f"Node 0 -> {to}: vanilla in GB/s (mean +- sd); every other row: ratio "
+                   "against vanilla, median of per-round ratios [min..max] / against none "
+                   "in the same boot")
+        out.append("")
+        out.append("| config | " + " | ".join(f"{kb}K" for kb in sizes) + " |")
+        out.append("|---" * (len(sizes) + 1) + "|")
+        for c in cfgs:
+            cells = []
+            for kb in sizes:
+                r = rows.get((c, kb))
+                if r is None:
+                    cells.append("-")
+                elif c == VANILLA:
+                    cells.append(f"{_f(r['gbps'])} +- {_f(r['gbps_sd'])}")
+                else:
+                    cell = (f"{_f(r['ratio_median'], '{:.2f}')} "
+                            f"[{_f(r['ratio_min'], '{:.2f}')}..{_f(r['ratio_max'], '{:.2f}')}]")
+                    if r.get("vs_none_median") is not None:
+                        cell += f" / {r['vs_none_median']:.2f}"
+                    cells.append(cell)
+            out.append(f"| {c} | " + " | ".join(cells) + " |")
+        out.append("")
+    if summary["compaction"]:
+        out.append("Compaction of a fragmented node (4K pages migrated per second, ratio "
+                   "against vanilla: median of per-round ratios [min..max])")
+        out.append("")
+        out.append("| config | hog | n | wall s | pages migrated | pages/s | ratio | "
+                   "free 2M made/possible | hog rate vs alone |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for r in summary["compaction"]:
+            ratio = (f"{r['ratio_median']:.2f} [{r['ratio_min']:.2f}..{r['ratio_max']:.2f}]"
+                     if r.get("ratio_median") is not None else "-")
+            hog = (f"{r['hog_per_s'] / r['hog_base_per_s']:.2f}"
+                   if r["hog"] and r.get("hog_per_s") and r.get("hog_base_per_s") else "-")
+            out.append(f"| {r['config']} | {'yes' if r['hog'] else 'no'} | {r['n']} | "
+                       f"{_f(r['wall_s'], '{:.2f}')} +- {_f(r.get('wall_s_sd'), '{:.2f}')} | "
+                       f"{_f(r['pgmigrate_success'], '{:.0f}')} | "
+                       f"{_f(r.get('migrated_per_s'), '{:.0f}')} | {ratio} | "
+                       f"{_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} | "
+                       f"{hog} |")
+        out.append("")
+    out += [f"- {g}" for g in goals(summary)]
+    return out
+
+
 def write_csv(summary, path):
     rows = summary["throughput"]
     if not rows:

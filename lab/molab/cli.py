@@ -127,6 +127,9 @@ def build_parser():
                    help="extra MO_*=value settings for the guest's bench suite, e.g. "
                         "'MO_SIZE_MB=256 MO_REPS=5' (see guest/bench/run_bench.sh)")
     s.add_argument("--smp", type=int, default=2, help="guest CPUs (default 2)")
+    s.add_argument("--rerender", metavar="DIR",
+                   help="no boots: rebuild the tables and plots of an earlier run from its "
+                        "DIR/bench.json")
     return p
 
 
@@ -307,8 +310,9 @@ def _host_facts(builds):
 
 
 def cmd_bench(a):
-    import json
     from . import bench, bench_report
+    if a.rerender:
+        return _bench_rerender(a)
     rounds = a.rounds if a.rounds is not None else (2 if a.quick else 3)
     if rounds < 1:
         raise LabError(f"--rounds {rounds} is too small", "give 1 or more")
@@ -338,32 +342,57 @@ def cmd_bench(a):
             continue
         records += bench_report.load_records(Path(f), variant, rnd)
     top = runs[0].results_dir.parent
-    summary = bench_report.summarize(records)
     facts = _host_facts(builds)
-    (top / "bench.json").write_text(json.dumps({"facts": facts, "args": args, "rounds": rounds,
-                                                "summary": summary, "records": records,
-                                                "problems": problems}, indent=1) + "\n")
+    summary = _bench_outputs(top, {"facts": facts, "args": args, "rounds": rounds,
+                                   "records": records, "problems": problems})
+    say(f"timings: {timer.report()}")
+    bad = summary["records_with_bad_bytes"]
+    return EXIT_FAIL if (problems or bad or not records) else EXIT_OK
+
+
+def _bench_outputs(top, run):
+    """Summarize a run's records into top/: bench.json, throughput.csv,
+    report.txt, report.md, plots; print the tables. Returns the summary."""
+    import json
+    from . import bench_report
+    summary = bench_report.summarize(run["records"])
+    run = {**run, "summary": summary}
+    (top / "bench.json").write_text(json.dumps(run, indent=1) + "\n")
     bench_report.write_csv(summary, top / "throughput.csv")
     pngs = bench_report.plots(summary, top)
     lines = bench_report.text_tables(summary)
     (top / "report.txt").write_text("\n".join(lines) + "\n")
+    (top / "report.md").write_text("\n".join(bench_report.markdown_tables(summary)) + "\n")
     say("")
     for line in lines:
         say(line)
     say("")
+    facts = run["facts"]
     k = facts["kernels"]
     say(f"kernels: " + ", ".join(f"{v} {d['release']} (base {d['base']})" for v, d in k.items()))
     say(f"QEMU: {' '.join(facts['qemu'])}; host: {facts['host_cpu']} x{facts['host_cpus']}; "
         f"commit {facts['git_commit'][:12]}{' (dirty)' if facts['git_dirty'] else ''}")
-    say(f"results: {rel(top)} (bench.json, throughput.csv, report.txt"
+    say(f"results: {rel(top)} (bench.json, throughput.csv, report.txt, report.md"
         f"{', ' + ', '.join(p.name for p in pngs) if pngs else ''})")
-    say(f"timings: {timer.report()}")
-    for p in problems:
+    for p in run.get("problems", []):
         warn(p)
     bad = summary["records_with_bad_bytes"]
     if bad:
         say(f"FAIL  {bad} measurement(s) found corrupted bytes")
-    return EXIT_FAIL if (problems or bad or not records) else EXIT_OK
+    return summary
+
+
+def _bench_rerender(a):
+    import json
+    top = Path(a.rerender)
+    try:
+        run = json.loads((top / "bench.json").read_text())
+        run["records"], run["facts"]
+    except (OSError, ValueError, KeyError) as e:
+        raise LabError(f"{top / 'bench.json'}: not a bench result ({e})",
+                       "give the directory of a 'make bench' run (build/results/bench-*)")
+    summary = _bench_outputs(top, run)
+    return EXIT_FAIL if summary["records_with_bad_bytes"] else EXIT_OK
 
 
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,

@@ -105,3 +105,17 @@ def test_compaction_rate_and_ratio():
     assert rows[("none", False)]["migrated_per_s"] is None
     assert any("compaction of a fragmented node" in line
                for line in br.text_tables(br.summarize(recs)))
+
+
+def test_markdown_tables():
+    recs = []
+    for rnd, base in enumerate([1.0, 2.0]):
+        recs += [rec("vanilla", rnd, "vanilla", 4, base), rec("vanilla", rnd, "vanilla", 2048, base),
+                 rec("patched", rnd, "none", 4, base), rec("patched", rnd, "none", 2048, base),
+                 rec("patched", rnd, "mtcopy-2", 2048, 3 * base)]
+    md = br.markdown_tables(br.summarize(recs))
+    assert "| config | 4K | 2048K |" in md
+    assert "| vanilla | 1.500 +- 0.707 | 1.500 +- 0.707 |" in md
+    assert "| mtcopy-2 | - | 3.00 [3.00..3.00] / 3.00 |" in md
+    assert "| none | 1.00 [1.00..1.00] | 1.00 [1.00..1.00] |" in md
+    assert md[-1].startswith("- ") and "goal >= 0.97x" not in md[-1]

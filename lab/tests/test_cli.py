@@ -42,6 +42,20 @@ def test_bench_bad_rounds():
     assert_one_line_error(run_cli("bench", "--rounds", "0"), "--rounds 0 is too small")
 
 
+def test_bench_rerender(tmp_path):
+    import json
+    assert_one_line_error(run_cli("bench", "--rerender", str(tmp_path)), "not a bench result")
+    recs = [{"mode": "tput", "config": c, "folio_kb": 4, "to": 1, "gbps": g, "variant": v,
+             "round": 0} for c, g, v in (("vanilla", 1.0, "vanilla"), ("cpu", 1.2, "patched"))]
+    facts = {"kernels": {}, "qemu": ["QEMU x"], "host_cpu": "cpu", "host_cpus": 2,
+             "git_commit": "0" * 40, "git_dirty": False}
+    (tmp_path / "bench.json").write_text(json.dumps({"facts": facts, "records": recs}))
+    r = run_cli("bench", "--rerender", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "| cpu | 1.20 [1.20..1.20] |" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "bench.json").read_text())["summary"]["records"] == 2
+
+
 def test_bad_ksrc_not_a_tree(tmp_path):
     assert_one_line_error(run_cli("tree", "--ksrc", str(tmp_path)), "no kernel Makefile")
 
