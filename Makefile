@@ -11,7 +11,7 @@ KOPTS = $(call opt,KSRC,--ksrc) $(call opt,FLAVOUR,--flavour)
 VOPTS = $(call opt,VARIANT,--variant)
 BOPTS = $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) $(if $(V),--verbose)
 
-.PHONY: help tree export kernel initramfs boot test check bench unit
+.PHONY: help tree export kernel initramfs boot test check check-each bench unit
 .DEFAULT_GOAL := help
 
 help:
@@ -22,6 +22,7 @@ help:
 	@echo "make boot SUITES=a,b    boot it in QEMU and run suites"
 	@echo "make test               setup, unit tests, build, boot, run all suites"
 	@echo "make check              checkpatch + W=1 build of the touched code"
+	@echo "make check-each         build the kernel at every patch (perf config; slow)"
 	@echo "make unit               host unit tests of the lab only"
 	@echo "make bench [QUICK=1] [ROUNDS=n] [BENCH_ARGS='MO_SIZE_MB=256 MO_REPS=5']  vanilla vs patched"
 
@@ -45,6 +46,9 @@ test:
 
 check:
 	$(MOLAB) check $(KOPTS)
+
+check-each:
+	$(MOLAB) check --each --flavour $(or $(FLAVOUR),perf) $(call opt,KSRC,--ksrc)
 
 unit:
 	$(PYTHON) -m pytest -q lab/tests

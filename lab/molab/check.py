@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import kernel, tree
 from .errors import LabError
-from .util import locked, rel, say
+from .util import git, locked, rel, say
 
 
 def checkpatch(src, patches):
@@ -135,4 +135,46 @@ def run_check(ksrc=None, flavour="debug"):
             say(f"  {p}")
         return False
     say("check: clean")
+    return True
+
+
+def build_each(ksrc=None, flavour="perf"):
+    """Build the kernel (bzImage + modules) at every patch of the series, in a
+    worktree of its own (build/each) with its own output directory, so that
+    a patch that only builds with a later one is found. Returns True if all
+    built."""
+    src = tree.check_ksrc(ksrc) if ksrc else tree.DEFAULT_TREE
+    if not (src / ".git").exists():
+        raise LabError(f"{rel(src)} is not a git tree", "run 'make tree' first")
+    commits = git(src, "rev-list", "--reverse", "base..series").split()
+    if not commits:
+        raise LabError("no commits in base..series", "run 'make tree' first")
+    wt = tree.BUILD / "each"
+    if not (wt / ".git").exists():
+        git(src, "worktree", "add", "--detach", str(wt), "base")
+    out = tree.BUILD / "out" / f"each-{flavour}"
+    failed = []
+    for i, c in enumerate(commits, 1):
+        subject = git(src, "log", "-1", "--format=%s", c)
+        git(wt, "checkout", "-q", "--detach", c)
+        kb = kernel.configure("patched", flavour, wt, out)
+        log = out / "molab-build.log"
+        cmd = locked(kernel._make(wt, out, "bzImage", "modules",
+                                  extra=[f"-j{kernel.nproc()}"]))
+        rc = kernel._run_logged(cmd, log, kernel._env(), mode="w")
+        if rc != 0:
+            cause, excerpt = kernel.build_failure(log)
+            for l in excerpt:
+                say(f"    | {l}")
+            failed.append(f"{i:02d} {subject}: {cause}")
+            say(f"  {i:02d}/{len(commits)} FAIL  {subject}")
+        else:
+            say(f"  {i:02d}/{len(commits)} builds  {subject}")
+        del kb
+    if failed:
+        say(f"check --each: {len(failed)} patch(es) do not build on their own")
+        for f in failed:
+            say(f"  {f}")
+        return False
+    say(f"check --each: all {len(commits)} patches build on their own ({flavour} config)")
     return True

@@ -107,6 +107,9 @@ def build_parser():
     s = sub.add_parser("check", help="checkpatch + W=1 build of the touched directories")
     _add_kernel_opts(s, variant=False)
     s.add_argument("--skip-setup", action="store_true", help="do not run lab/setup.sh")
+    s.add_argument("--each", action="store_true",
+                   help="instead: build the kernel at every patch of the series (worktree "
+                        "build/each; a full build per patch, tens of minutes)")
 
     s = sub.add_parser("report", help="judge a saved console log again")
     s.add_argument("path", help="a results dir (build/results/...) or a console.log")
@@ -263,6 +266,8 @@ def cmd_check(a):
         run_setup()
     say("== tree")
     tree.ensure_tree(a.ksrc)
+    if a.each:
+        return EXIT_OK if check.build_each(a.ksrc, a.flavour) else EXIT_FAIL
     return EXIT_OK if check.run_check(a.ksrc, a.flavour) else EXIT_FAIL
 
 
