@@ -7,6 +7,7 @@
  *   mo_bench latency    [opts]  when does the first page become usable again
  *   mo_bench memcpy     [opts]  user-space memcpy bandwidth (the ceiling)
  *   mo_bench compaction [opts]  hugepage allocation on a fragmented node
+ *   mo_bench alias      [opts]  is the (emulated) machine's TLB direct-mapped?
  *
  * Every measurement is one JSON object on one line of stdout (flat keys);
  * messages go to stderr. Runs on the lab's VM and unchanged on a bare-metal
@@ -63,9 +64,9 @@
 #define KPF_COMPOUND_HEAD 15
 #define KPF_COMPOUND_TAIL 16
 
-enum mode { M_TPUT, M_COUNT, M_LATENCY, M_MEMCPY, M_COMPACTION };
+enum mode { M_TPUT, M_COUNT, M_LATENCY, M_MEMCPY, M_COMPACTION, M_ALIAS };
 static const char *const mode_names[] = {
-	"tput", "count", "latency", "memcpy", "compaction",
+	"tput", "count", "latency", "memcpy", "compaction", "alias",
 };
 
 struct list {
@@ -1506,6 +1507,75 @@ static void run_memcpy(void)
 	munmap(dst, len);
 }
 
+/* ----------------------------------------------------------------- alias */
+
+/* One 8-byte load and store per word: no library call, no vector code. */
+static void copy_words(uint64_t *d, const uint64_t *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		__asm__ volatile("" ::: "memory");
+		d[i] = s[i];
+	}
+}
+
+/*
+ * Copy --size MiB word by word twice: into a destination a multiple of 2M
+ * away from the source (every source page and its destination page sit at
+ * the same offset of a 2M period, as a 2M folio and its copy do), and into
+ * one shifted by 37 pages more. On hardware the two take about the same
+ * time. QEMU's TCG translates addresses through a direct-mapped software
+ * TLB of at most a few thousand entries, resized as it runs: when it has
+ * 512 entries or fewer, the first layout makes every load evict the
+ * store's entry and the reverse. Migration copies 2M folios in exactly
+ * that layout, so this ratio says how much of a 2M throughput figure
+ * measured here is the emulator.
+ */
+static void run_alias(void)
+{
+	size_t len = opt.size_mb * MIB, shift = 37 * page_size;
+	uint8_t *src = map_aligned(len), *dst = map_aligned(len + shift);
+	int rep, k;
+
+	if (!src || !dst)
+		fatal(EXIT_USAGE, "alias: cannot map 2 x %ld MiB: %s", opt.size_mb,
+		      strerror(errno));
+	pin_self();
+	/* 4K pages on both sides: the same TLB entries whatever THP does */
+	madvise(src, len, MADV_NOHUGEPAGE);
+	madvise(dst, len + shift, MADV_NOHUGEPAGE);
+	fill(src, 0, len, 7);
+	memset(dst, 0, len + shift);
+	for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++) {
+		for (k = 0; k < 2; k++) {
+			size_t off = k ? shift : 0;
+			struct json j;
+			long long t0, ns;
+			size_t bad;
+
+			t0 = now_ns();
+			copy_words((uint64_t *)(dst + off), (const uint64_t *)src,
+				   len / sizeof(uint64_t));
+			ns = now_ns() - t0;
+			bad = verify(dst + off, 0, len, 7, "alias");
+			j_begin(&j, 0, len, rep);
+			j_str(&j, "layout", k ? "shifted" : "2m_apart");
+			j_int(&j, "offset_pages", off / page_size);
+			j_num(&j, "seconds", ns / 1e9);
+			j_num(&j, "ns_per_word", ns / (double)(len / sizeof(uint64_t)));
+			j_int(&j, "bad_bytes", bad);
+			j_bool(&j, "verified", !bad);
+			j_str(&j, "kernel", kernel_rel);
+			j_end(&j);
+			if (bad)
+				failures++;
+		}
+	}
+	munmap(src, len);
+	munmap(dst, len + shift);
+}
+
 /* ------------------------------------------------------------ compaction */
 
 /* Free 2M-or-larger blocks of @node from /proc/buddyinfo, in 2M units. */
@@ -1616,7 +1686,7 @@ static void run_compaction_one(int rep, int cpu)
 	struct json j;
 	bool by_pfn;
 	uint8_t *buf8;
-	int ret;
+	int ret = 0;
 
 	snprintf(nr_path, sizeof(nr_path),
 		 NODE_DIR "/node%d/hugepages/hugepages-2048kB/nr_hugepages", opt.node);
@@ -1871,6 +1941,11 @@ static void usage(FILE *f)
 "              page0_stall_us its length), else to the end of the longest\n"
 "              read gap overlapping the move (usable_by \"gap\");\n"
 "              max_stall_us: that longest gap\n"
+"  alias       copy --size MiB word by word into a destination 2M away from\n"
+"              the source, then 37 pages further: equal times on hardware;\n"
+"              under QEMU TCG the first can be ten times slower (its\n"
+"              software TLB is direct-mapped), and 2M folio copies are laid\n"
+"              out like it. JSON: layout, seconds, ns_per_word\n"
 "  memcpy      user-space memcpy() of --size MiB (source on --from, target on\n"
 "              --to where those nodes exist): the ceiling for throughput\n"
 "  compaction  on --node: fill --fill-pct of its free memory with 4K pages,\n"
@@ -1996,7 +2071,7 @@ int main(int argc, char **argv)
 
 	page_size = sysconf(_SC_PAGESIZE);
 	if (argc < 2)
-		fatal(EXIT_USAGE, "no mode given (tput, count, latency, memcpy, compaction; see --help)");
+		fatal(EXIT_USAGE, "no mode given (tput, count, latency, memcpy, compaction, alias; see --help)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;
@@ -2005,7 +2080,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], mode_names[m]))
 			break;
 	if (m == sizeof(mode_names) / sizeof(mode_names[0]))
-		fatal(EXIT_USAGE, "unknown mode '%s' (tput, count, latency, memcpy, compaction; see --help)",
+		fatal(EXIT_USAGE, "unknown mode '%s' (tput, count, latency, memcpy, compaction, alias; see --help)",
 		      argv[1]);
 	opt.mode = m;
 
@@ -2066,7 +2141,8 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		fatal(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
-	if (opt.from == opt.to && opt.mode != M_MEMCPY && opt.mode != M_COMPACTION)
+	if (opt.from == opt.to && opt.mode != M_MEMCPY && opt.mode != M_COMPACTION &&
+	    opt.mode != M_ALIAS)
 		fatal(EXIT_USAGE, "--from and --to are both %d", opt.from);
 	if (opt.mode == M_LATENCY && !folios_set)
 		parse_list("--folios", "1,4,16", &opt.folios, 1, 1 << 20);
@@ -2093,6 +2169,7 @@ int main(int argc, char **argv)
 	case M_LATENCY: run_latency(); break;
 	case M_MEMCPY: run_memcpy(); break;
 	case M_COMPACTION: run_compaction(); break;
+	case M_ALIAS: run_alias(); break;
 	}
 	if (json_file)
 		fclose(json_file);

@@ -219,6 +219,11 @@ summarize() {
 			k = (jv($0, "folio_kb") == 2048 ? "f" jv($0, "folios") : "p" jv($0, "pages"))
 			v = jv($0, "first_usable_us")
 		} else if (m == "memcpy") { k = "memcpy"; v = jv($0, "gbps") }
+		else if (m == "alias") {
+			printf "# %s: word copy %s %.1f ns/word%s\n", label, jv($0, "layout"),
+				jv($0, "ns_per_word"), jv($0, "verified") == "true" ? "" : " DATA NOT VERIFIED"
+			next
+		}
 		else if (m == "compaction") {
 			printf "# %s: %.2f s, %s/%s hugepages, %s pages migrated, sys %.0f%%, writer sys %.0f%%", \
 				label, jv($0, "wall_s"), jv($0, "huge_obtained"), jv($0, "huge_target"), \
@@ -329,7 +334,7 @@ if [ -n "${SUMMARY_ONLY:-}" ]; then
 	[ -f "$SUMMARY_ONLY" ] || { echo "run_bench.sh: $SUMMARY_ONLY: no such file" >&2; exit 2; }
 	base=${SUMMARY_BASE:-$(sed -n 's/.*"mode":"config","config":"\([^"]*\)".*"absent":false.*/\1/p' "$SUMMARY_ONLY" | head -1)}
 	for c in $(sed -n 's/.*"mode":"config","config":"\([^"]*\)".*"absent":false.*/\1/p' "$SUMMARY_ONLY" | awk '!seen[$0]++'); do
-		for m in memcpy tput count latency compaction; do
+		for m in memcpy alias tput count latency compaction; do
 			grep "\"mode\":\"$m\",\"config\":\"$c\"" "$SUMMARY_ONLY" > "$WORK/m.jsonl"
 			if [ "$m" = tput ]; then
 				for to in $(sed -n 's/.*"to":\([0-9]*\),.*/\1/p' "$WORK/m.jsonl" | sort -u); do
@@ -390,6 +395,8 @@ first=${OK_CONFS# }
 first=${first%% *}
 if [ -n "$first" ]; then
 	use "$first" && run_part "$first" "memcpy" memcpy --size "$SIZE" --reps "$REPS" --from 0 --to 1
+	# how much of a 2M figure is the emulator (see mo_bench --help, alias)
+	run_part "$first" "alias" alias --size "$SIZE" --reps "$REPS"
 fi
 
 # rotate N WORD...: the words, starting from the (N mod count)-th.

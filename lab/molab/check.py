@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import kernel, tree
 from .errors import LabError
-from .util import git, locked, rel, say
+from .util import BUILD, git, locked, rel, say
 
 
 def checkpatch(src, patches):
@@ -149,10 +149,10 @@ def build_each(ksrc=None, flavour="perf"):
     commits = git(src, "rev-list", "--reverse", "base..series").split()
     if not commits:
         raise LabError("no commits in base..series", "run 'make tree' first")
-    wt = tree.BUILD / "each"
+    wt = BUILD / "each"
     if not (wt / ".git").exists():
         git(src, "worktree", "add", "--detach", str(wt), "base")
-    out = tree.BUILD / "out" / f"each-{flavour}"
+    out = BUILD / "out" / f"each-{flavour}"
     failed = []
     for i, c in enumerate(commits, 1):
         subject = git(src, "log", "-1", "--format=%s", c)

@@ -119,3 +119,18 @@ def test_markdown_tables():
     assert "| mtcopy-2 | - | 3.00 [3.00..3.00] / 3.00 |" in md
     assert "| none | 1.00 [1.00..1.00] | 1.00 [1.00..1.00] |" in md
     assert md[-1].startswith("- ") and "goal >= 0.97x" not in md[-1]
+
+
+def test_alias_penalty_per_boot():
+    def al(variant, rnd, layout, ns):
+        return {"mode": "alias", "layout": layout, "ns_per_word": ns, "variant": variant,
+                "round": rnd}
+    recs = [al("vanilla", 0, "2m_apart", 60), al("vanilla", 0, "shifted", 6),
+            al("vanilla", 0, "2m_apart", 50), al("vanilla", 0, "shifted", 5),
+            al("patched", 0, "2m_apart", 10), al("patched", 0, "shifted", 5),
+            al("patched", 1, "shifted", 5)]          # no pair: not counted
+    s = br.summarize(recs)
+    assert s["alias"] == {"median": 6.0, "min": 2.0, "max": 10.0, "boots": 2}
+    assert any(line.startswith("emulator check: a word copy between buffers 2M apart took 6.0x")
+               for line in br.text_tables(s))
+    assert br.summarize([])["alias"] is None
