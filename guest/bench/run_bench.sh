@@ -7,6 +7,10 @@
 # @@MO-FILE-END), with a short human summary as "# " lines and one TAP
 # result: ok when every measurement verified its data.
 #
+# Every boot also runs "mo_bench alias" once: how much slower a copy between
+# buffers 2M apart is than one shifted by a few pages (about 1 on hardware,
+# 10x and more under QEMU TCG, whose software TLB is direct-mapped).
+#
 # Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
 #   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy
 #   MO_REPS=N            repetitions of each measurement (2); tput, count
@@ -24,8 +28,9 @@
 #                        "off" for none)
 #   MO_COMPACT_NODE=N    node to fragment and compact (1)
 #   MO_COMPACT_TRIGGER=list  mo_bench compaction --trigger values, each run
-#                        (compact: a full compaction of the node, the same
-#                        work for every configuration; hugepages: the
+#                        (compact: a full compaction of the node, then
+#                        count its free 2M blocks: the same work for every
+#                        configuration; hugepages: the
 #                        hugepage request compacts, but the allocator defers
 #                        compaction after a failure, so later runs of a boot
 #                        may do little) (compact)
