@@ -1791,9 +1791,9 @@ static void run_compaction_one(int rep, int cpu)
 		snap_take(&b);
 		/*
 		 * Count what compaction made instead of allocating hugetlb
-		 * pages: those are unmovable, so taking them turns their
-		 * pageblocks unmovable, and the next run's free scanner
-		 * skips them.
+		 * pages: the allocation is not what is measured, and those
+		 * pages are unmovable, so taking them can leave their
+		 * pageblocks marked unmovable for the next run.
 		 */
 		got = free_2m_blocks(opt.node);
 	} else {
