@@ -390,12 +390,14 @@ def _bench_outputs(top, run):
 def _bench_rerender(a):
     import json
     top = Path(a.rerender)
+    hint = "give the directory of a 'make bench' run (build/results/bench-*)"
     try:
         run = json.loads((top / "bench.json").read_text())
-        run["records"], run["facts"]
-    except (OSError, ValueError, KeyError) as e:
-        raise LabError(f"{top / 'bench.json'}: not a bench result ({e})",
-                       "give the directory of a 'make bench' run (build/results/bench-*)")
+    except (OSError, ValueError) as e:
+        raise LabError(f"{top / 'bench.json'}: not a bench result ({e})", hint)
+    if not isinstance(run, dict) or not isinstance(run.get("records"), list) \
+            or not isinstance(run.get("facts"), dict):
+        raise LabError(f"{top / 'bench.json'}: not a bench result (no records or facts)", hint)
     summary = _bench_outputs(top, run)
     return EXIT_FAIL if summary["records_with_bad_bytes"] else EXIT_OK
 

@@ -45,6 +45,8 @@ def test_bench_bad_rounds():
 def test_bench_rerender(tmp_path):
     import json
     assert_one_line_error(run_cli("bench", "--rerender", str(tmp_path)), "not a bench result")
+    (tmp_path / "bench.json").write_text("[1, 2]")
+    assert_one_line_error(run_cli("bench", "--rerender", str(tmp_path)), "no records or facts")
     recs = [{"mode": "tput", "config": c, "folio_kb": 4, "to": 1, "gbps": g, "variant": v,
              "round": 0} for c, g, v in (("vanilla", 1.0, "vanilla"), ("cpu", 1.2, "patched"))]
     facts = {"kernels": {}, "qemu": ["QEMU x"], "host_cpu": "cpu", "host_cpus": 2,
