@@ -157,7 +157,7 @@ def build_each(ksrc=None, flavour="perf"):
     for i, c in enumerate(commits, 1):
         subject = git(src, "log", "-1", "--format=%s", c)
         git(wt, "checkout", "-q", "--detach", c)
-        kb = kernel.configure("patched", flavour, wt, out)
+        kernel.configure("patched", flavour, wt, out)
         log = out / "molab-build.log"
         cmd = locked(kernel._make(wt, out, "bzImage", "modules",
                                   extra=[f"-j{kernel.nproc()}"]))
@@ -170,7 +170,6 @@ def build_each(ksrc=None, flavour="perf"):
             say(f"  {i:02d}/{len(commits)} FAIL  {subject}")
         else:
             say(f"  {i:02d}/{len(commits)} builds  {subject}")
-        del kb
     if failed:
         say(f"check --each: {len(failed)} patch(es) do not build on their own")
         for f in failed:
