@@ -371,6 +371,20 @@ static void j_end(struct json *j)
 	}
 }
 
+/*
+ * End the record of a measurement that found @bad corrupted bytes: its
+ * verdict, the kernel, and a failure counted if any byte was wrong.
+ */
+static void j_end_verified(struct json *j, size_t bad)
+{
+	j_int(j, "bad_bytes", bad);
+	j_bool(j, "verified", !bad);
+	j_str(j, "kernel", kernel_rel);
+	j_end(j);
+	if (bad)
+		failures++;
+}
+
 /* A measurement that could not be made, with the reason. */
 static void j_skipped(long folio_kb, long long size_bytes, const char *extra_key,
 		      long extra, const char *fmt, ...)
@@ -1495,12 +1509,7 @@ static void run_memcpy(void)
 		j_num(&j, "gbps", ns > 0 ? len / (ns / 1e9) / 1e9 : NAN);
 		j_int(&j, "src_node", node_of(src));
 		j_int(&j, "dst_node", node_of(dst));
-		j_int(&j, "bad_bytes", bad);
-		j_bool(&j, "verified", !bad);
-		j_str(&j, "kernel", kernel_rel);
-		j_end(&j);
-		if (bad)
-			failures++;
+		j_end_verified(&j, bad);
 		memset(dst, 0, 4096);	/* the next rep must copy for real */
 	}
 	munmap(src, len);
@@ -1564,12 +1573,7 @@ static void run_alias(void)
 			j_int(&j, "offset_pages", off / page_size);
 			j_num(&j, "seconds", ns / 1e9);
 			j_num(&j, "ns_per_word", ns / (double)(len / sizeof(uint64_t)));
-			j_int(&j, "bad_bytes", bad);
-			j_bool(&j, "verified", !bad);
-			j_str(&j, "kernel", kernel_rel);
-			j_end(&j);
-			if (bad)
-				failures++;
+			j_end_verified(&j, bad);
 		}
 	}
 	munmap(src, len);
@@ -1873,13 +1877,8 @@ static void run_compaction_one(int rep, int cpu)
 			j_num(&j, "hog_base_per_s",
 			      t_base > 0 ? hog_base / (t_base / 1e9) : NAN);
 		}
-		j_int(&j, "bad_bytes", bad);
-		j_bool(&j, "verified", !bad);
-		j_str(&j, "kernel", kernel_rel);
-		j_end(&j);
+		j_end_verified(&j, bad);
 	}
-	if (bad)
-		failures++;
 	if (sh)
 		munmap(sh, sizeof(*sh));
 	free(pm);
