@@ -332,6 +332,9 @@ def cmd_bench(a):
     with timer.step("build"):
         say("== kernels vanilla-perf and patched-perf")
         builds = bench.prepare(["vanilla", "patched"], "perf", a.ksrc)
+    # The facts as they were when the guest programs were built, not after
+    # the boots (the checkout may change meanwhile).
+    facts = _host_facts(builds)
     with timer.step("boots"):
         say(f"== {rounds} round(s) of alternating boots (multi-threaded TCG), suite bench: {args}")
         runs = bench.alternate(builds, "bench", args=args, rounds=rounds, accel="multi",
@@ -347,7 +350,6 @@ def cmd_bench(a):
             continue
         records += bench_report.load_records(Path(f), variant, rnd)
     top = runs[0].results_dir.parent
-    facts = _host_facts(builds)
     summary = _bench_outputs(top, {"facts": facts, "args": args, "rounds": rounds,
                                    "records": records, "problems": problems})
     say(f"timings: {timer.report()}")
