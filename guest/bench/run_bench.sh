@@ -230,7 +230,7 @@ summarize() {
 			next
 		}
 		else if (m == "compaction") {
-			printf "# %s: %.2f s, %s/%s hugepages, %s pages migrated, sys %.0f%%, writer sys %.0f%%", \
+			printf "# %s: %.2f s, 2M %s/%s, %s pages migrated, sys %.0f%%, writer sys %.0f%%", \
 				label, jv($0, "wall_s"), jv($0, "huge_obtained"), jv($0, "huge_target"), \
 				jv($0, "pgmigrate_success"), jv($0, "sys_pct"), jv($0, "writer_sys_pct")
 			if (jv($0, "hog") == "true")
