@@ -154,11 +154,13 @@ def summarize(records):
                          "move_us": mean_sd([r.get("move_us") for r in rs])[0]})
 
     # Compaction.
+    def with_rate(r):
+        w, m = r.get("wall_s"), r.get("pgmigrate_success")
+        ok = isinstance(w, (int, float)) and w > 0 and isinstance(m, (int, float))
+        return {**r, "migrated_per_s": m / w if ok else None}
+    comp = [with_rate(r) for r in comp]
     kgroups = defaultdict(list)
     for r in comp:
-        w, m = r.get("wall_s"), r.get("pgmigrate_success")
-        if isinstance(w, (int, float)) and w > 0 and isinstance(m, (int, float)):
-            r["migrated_per_s"] = m / w
         kgroups[(config_of(r), bool(r.get("hog")))].append(r)
     k_round = _per_round(comp, lambda r: (config_of(r), bool(r.get("hog"))), "migrated_per_s")
     comp_rows = []
