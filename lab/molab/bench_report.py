@@ -304,8 +304,8 @@ def text_tables(summary):
         lines.append("absent configurations (reported, not measured): " +
                      ", ".join(f"{a['config']} ({a['variant']})" for a in summary["absent"]))
     lines.append("")
-    if _alias_line(summary):
-        lines.append(_alias_line(summary))
+    if alias := _alias_line(summary):
+        lines.append(alias)
     lines += goals(summary)
     lines.append(f"records: {summary['records']}, with corrupted bytes: "
                  f"{summary['records_with_bad_bytes']}")
@@ -362,8 +362,8 @@ def markdown_tables(summary):
                        f"{_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} | "
                        f"{hog} |")
         out.append("")
-    if _alias_line(summary):
-        out.append(f"- {_alias_line(summary)}")
+    if alias := _alias_line(summary):
+        out.append(f"- {alias}")
     out += [f"- {g}" for g in goals(summary)]
     return out
 
