@@ -8,6 +8,7 @@ The guest (guest/init.sh) frames its output with markers:
     @@MO-FILE-BEGIN <name>
     ... base64 ...
     @@MO-FILE-END <name> [size=<bytes>] [sha256=<hex>]
+    @@MO-STATE <start|end> tainted=<n> debug_locks=<0|1|-> kmemleak=<on|off|->
     @@MO-DONE
 
 Kernel messages carry printk timestamps (``[    1.234567] ``) and may land in
@@ -26,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 TS_RE = re.compile(r"\[\s*\d+\.\d+\](?:\[\s*[TC]\d+\])? ?")
-MARKER_RE = re.compile(r"@@MO-(FILE-BEGIN|FILE-END|BEGIN|END|DONE)\b[ \t]*(.*)$")
+MARKER_RE = re.compile(r"@@MO-(FILE-BEGIN|FILE-END|BEGIN|END|STATE|DONE)\b[ \t]*(.*)$")
+RELEASE_RE = re.compile(r"\bLinux version (\S+)")
 
 # The known QEMU fault: an int3 trap on text being patched under multi-threaded
 # TCG. Only the oops line itself, nothing around it.
@@ -43,16 +45,26 @@ FAILURE_PATTERNS = [
     ("lockdep", re.compile(r"possible circular locking dependency detected"
                            r"|inconsistent lock state|possible recursive locking detected"
                            r"|suspicious RCU usage")),
+    # debug_locks_off(): lockdep stops checking anything after this line.
+    ("lockdep-off", re.compile(r"turning off the locking correctness validator")),
     ("warning", re.compile(r"\bWARNING:")),
     ("ubsan", re.compile(r"\bUBSAN:")),
     ("kmemleak", re.compile(r"unreferenced object 0x[0-9a-f]+"
                             r"|kmemleak: \d+ new suspected memory leaks")),
+    # kmemleak turned itself off (pool exhausted, allocation failure): no
+    # leak can be reported after this line.
+    ("kmemleak-off", re.compile(r"kmemleak: .*(?:detector disabled|Memory pool empty"
+                                r"|Cannot allocate|Early log buffer exceeded)")),
     ("hung-task", re.compile(r"blocked for more than \d+ seconds")),
     ("rcu-stall", re.compile(r"rcu: INFO: rcu_\w+ self-detected stall"
-                             r"|rcu: INFO: rcu_\w+ detected stalls"
-                             r"|rcu_\w+ detected stalls on CPUs")),
+                             r"|rcu: INFO: rcu_\w+ detected (?:expedited )?stalls"
+                             r"|rcu_\w+ detected (?:expedited )?stalls on CPUs"
+                             r"|rcu: INFO: \w+ detected expedited stalls")),
     ("panic", re.compile(r"Kernel panic")),
 ]
+
+# The oops report names the faulting instruction a few lines later.
+RIP_RE = re.compile(r"\bRIP: [0-9a-f]{4}:(?P<where>[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)")
 
 STATUS_OK = "OK"
 STATUS_FAIL = "FAIL"
@@ -62,11 +74,12 @@ STATUS_EMULATOR = "EMULATOR-FAULT"
 def classify(kernel_text, accel="single"):
     """Failure kind of one kernel message, or None.
 
-    ``accel`` is the QEMU mode: "multi" (multi-threaded TCG) turns an int3
-    oops into "emulator-fault"; anywhere else it is an ordinary "oops".
+    Under multi-threaded TCG an int3 oops is "int3": a candidate for the known
+    emulator fault, which excuse_int3() confirms only with evidence that the
+    trap hit a text-patching site. Anywhere else it is an ordinary "oops".
     """
     if INT3_RE.search(kernel_text):
-        return "emulator-fault" if accel == "multi" else "oops"
+        return "int3" if accel == "multi" else "oops"
     for kind, pat in FAILURE_PATTERNS:
         if pat.search(kernel_text):
             return kind
@@ -96,9 +109,12 @@ class Finding:
     kind: str
     line_no: int
     text: str
+    rip: str = ""       # "func+0x12/0x80": the RIP line of an oops report
+    excuse: str = ""    # why an int3 under MTTCG was judged an emulator fault
 
     def describe(self):
-        return f"{self.text.strip()} (console line {self.line_no})"
+        at = f" at {self.rip}" if self.rip else ""
+        return f"{self.text.strip()}{at} (console line {self.line_no})"
 
 
 @dataclass
@@ -135,12 +151,23 @@ class ConsoleReport:
     line_count: int
     accel: str
     protocol_errors: list
+    states: dict = field(default_factory=dict)   # {"start"|"end": {key: value}}
+    release: str | None = None                   # "Linux version X" of the boot
 
     @property
     def status(self):
+        """OK without findings; EMULATOR-FAULT only if every finding is an
+        excused emulator fault; FAIL if anything else was found."""
         if not self.findings:
             return STATUS_OK
-        return STATUS_EMULATOR if self.findings[0].kind == "emulator-fault" else STATUS_FAIL
+        if all(f.kind == "emulator-fault" for f in self.findings):
+            return STATUS_EMULATOR
+        return STATUS_FAIL
+
+    @property
+    def failures(self):
+        """The findings that are not excused emulator faults."""
+        return [f for f in self.findings if f.kind != "emulator-fault"]
 
     @property
     def first(self):
@@ -196,6 +223,9 @@ class ConsoleScanner:
         self._block = None
         self._file = None
         self._begun = False
+        self._oops = None      # the oops whose RIP line is still to come
+        self.states = {}
+        self.release = None
 
     # -- events returned by feed(): list of (kind, payload) tuples
     def feed(self, line):
@@ -214,6 +244,10 @@ class ConsoleScanner:
             self.boot_lines.append(line)
 
         found_here = False
+        if self.release is None:
+            rel_m = RELEASE_RE.search(line)
+            if rel_m:
+                self.release = rel_m.group(1)
         for msg in kmsgs:
             kind = classify(msg, self.accel)
             if kind:
@@ -221,6 +255,15 @@ class ConsoleScanner:
                 f = Finding(kind, self.line_no, msg.strip())
                 self.findings.append(f)
                 events.append(("finding", f))
+                if kind in ("int3", "oops"):
+                    self._oops = f
+            elif self._oops is not None:
+                rip = RIP_RE.search(msg)
+                if rip:
+                    self._oops.rip = rip.group("where")
+                    self._oops = None
+                elif self.line_no - self._oops.line_no > 60:
+                    self._oops = None
             if self._block is not None:
                 self._block.kernel_lines.append(msg)
 
@@ -306,6 +349,8 @@ class ConsoleScanner:
                 xf.ended = True
                 self._file = None
                 events.append(("file", xf))
+        elif kind == "STATE":
+            self.states[name] = dict(w.split("=", 1) for w in words[1:] if "=" in w)
         elif kind == "DONE":
             self.done = True
             events.append(("done", None))
@@ -317,7 +362,61 @@ class ConsoleScanner:
         return ConsoleReport(findings=self.findings, blocks=self.blocks, files=self.files,
                              done=self.done, boot_lines=self.boot_lines,
                              line_count=self.line_no, accel=self.accel,
-                             protocol_errors=self.protocol_errors)
+                             protocol_errors=self.protocol_errors, states=self.states,
+                             release=self.release)
+
+
+class PatchSites:
+    """Where kernel text is patched at run time: every jump-label site of a vmlinux.
+
+    Selecting a copy engine flips a static key, which rewrites these sites
+    with text_poke_bp(): an int3 is written over the instruction's first
+    byte first, so a trap taken there reports RIP = site + 1.
+    """
+
+    def __init__(self, sites, symbols):
+        self.sites = set(sites)          # instruction addresses
+        self.symbols = symbols           # {name: [addresses]}
+
+    @classmethod
+    def from_vmlinux(cls, path):
+        from . import elfsyms
+        return cls(elfsyms.jump_label_sites(path), elfsyms.function_symbols(path))
+
+    def reason(self, rip):
+        """Why an int3 at ``rip`` ("func+0xoff/0xsize") is at a patch site, or ''."""
+        name, _, rest = rip.partition("+")
+        try:
+            off = int(rest.split("/")[0], 16)
+        except ValueError:
+            return ""
+        for base in self.symbols.get(name, ()):
+            site = base + off - 1
+            if site in self.sites:
+                return f"int3 at {rip}: jump-label site 0x{site:x} (text being patched)"
+        return ""
+
+
+def excuse_int3(report, sites):
+    """Turn int3 findings under MTTCG into "emulator-fault" where ``sites``
+    (a PatchSites, or None when the vmlinux is unknown) shows that the trap
+    hit a text-patching site; every other int3 stays a failure. A
+    "Kernel panic ... Fatal exception" right after an excused int3 is that
+    oops's own ending and is excused with it."""
+    prev_excused = False
+    for f in report.findings:
+        if f.kind == "int3":
+            why = sites.reason(f.rip) if (sites is not None and f.rip) else ""
+            if why:
+                f.kind, f.excuse, prev_excused = "emulator-fault", why, True
+                continue
+            f.excuse = ("no vmlinux to check the address against" if sites is None else
+                        "no RIP line" if not f.rip else "not at a jump-label site")
+        elif (f.kind == "panic" and prev_excused and "Fatal exception" in f.text):
+            f.kind, f.excuse = "emulator-fault", "panic ending the excused int3 oops"
+            continue
+        prev_excused = False
+    return report
 
 
 def scan_lines(lines, accel="single"):

@@ -106,19 +106,52 @@ def test_unreferenced_object_outside_kmemleak_block_is_guest_text():
 INT3 = "Oops: int3: 0000 [#1] PREEMPT SMP"
 
 
-def test_int3_under_multithreaded_tcg_is_an_emulator_fault():
-    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts("RIP: 0010:migrator_register+0x4/0x80"),
+RIP = "RIP: 0010:migrator_register+0x4/0x80"
+SITES = console.PatchSites({0x1003}, {"migrator_register": [0x1000]})
+
+
+def test_int3_at_a_patch_site_under_multithreaded_tcg_is_an_emulator_fault():
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts("CPU: 1 UID: 0 PID: 80 Comm: x"), ts(RIP),
                      ts("Kernel panic - not syncing: Fatal exception in interrupt")])
-    rep = scan(log, accel="multi")
+    rep = console.excuse_int3(scan(log, accel="multi"), SITES)
     assert rep.status == console.STATUS_EMULATOR
     assert rep.first.kind == "emulator-fault" and rep.first.text == INT3
+    assert rep.first.rip == "migrator_register+0x4/0x80"
+    assert "jump-label site 0x1003" in rep.first.excuse
+
+
+def test_int3_without_evidence_is_a_failure():
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts(RIP)])
+    # not at a patch site (RIP - 1 is no jump-label instruction)
+    rep = console.excuse_int3(scan(log, accel="multi"),
+                              console.PatchSites({0x2000}, {"migrator_register": [0x1000]}))
+    assert rep.status == console.STATUS_FAIL and rep.first.kind == "int3"
+    assert "not at a jump-label site" in rep.first.excuse
+    # no vmlinux to check against, no RIP line: no excuse either
+    assert console.excuse_int3(scan(log, "multi"), None).status == console.STATUS_FAIL
+    rep = console.excuse_int3(scan("\n".join([ts("Linux", "0.0"), ts(INT3)]), "multi"), SITES)
+    assert rep.status == console.STATUS_FAIL and rep.first.excuse == "no RIP line"
 
 
 def test_int3_under_single_threaded_tcg_is_a_failure():
-    log = "\n".join([ts("Linux", "0.0"), ts(INT3)])
-    rep = scan(log, accel="single")
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts(RIP)])
+    rep = console.excuse_int3(scan(log, accel="single"), SITES)
     assert rep.status == console.STATUS_FAIL
     assert rep.first.kind == "oops"
+
+
+def test_every_finding_is_judged_not_only_the_first():
+    # an excused int3 first, then a KASAN report and a WARNING: a failure
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts(RIP),
+                     ts("BUG: KASAN: use-after-free in dcbm_wait+0x10/0x20"),
+                     ts("WARNING: CPU: 0 PID: 1 at mm/migrate.c:42 f+0x1/0x2")])
+    rep = console.excuse_int3(scan(log, accel="multi"), SITES)
+    assert rep.first.kind == "emulator-fault"
+    assert rep.status == console.STATUS_FAIL
+    assert [f.kind for f in rep.failures] == ["kasan", "warning"]
+    # a panic that is not the excused oops's own ending is not excused
+    log = "\n".join([ts("Linux", "0.0"), ts(INT3), ts(RIP), ts("Kernel panic - not syncing: VFS")])
+    assert console.excuse_int3(scan(log, "multi"), SITES).status == console.STATUS_FAIL
 
 
 def test_int3_rule_is_narrow():
@@ -126,12 +159,69 @@ def test_int3_rule_is_narrow():
     rep = scan("\n".join([ts("Linux", "0.0"), ts("Oops: general protection fault: 0000 [#1] SMP")]),
                accel="multi")
     assert rep.status == console.STATUS_FAIL
-    # a real failure before the int3 oops decides the verdict
-    rep = scan("\n".join([ts("Linux", "0.0"), ts("BUG: KASAN: use-after-free in x"), ts(INT3)]),
-               accel="multi")
-    assert rep.status == console.STATUS_FAIL and rep.first.kind == "kasan"
     # "int3" mentioned elsewhere is not the signature
     assert console.classify("traps: int3 handler called", "multi") is None
+
+
+def _elf(sections):
+    """A minimal little-endian ELF64 file: [(name, type, addr, data, link)]."""
+    import struct
+    names = b"\0" + b"".join(n.encode() + b"\0" for n, *_ in sections) + b".shstrtab\0"
+    body, offs = b"", []
+    for _, _, _, data, _ in sections:
+        offs.append(64 + len(body))
+        body += data
+    shstr_off = 64 + len(body)
+    body += names
+    shoff = 64 + len(body)
+    hdr = b"\x7fELF\x02\x01\x01" + b"\0" * 9 + struct.pack(
+        "<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, len(sections) + 2,
+        len(sections) + 1)
+    shdrs = b"\0" * 64
+    pos = 1
+    for (n, typ, addr, data, link), off in zip(sections, offs):
+        shdrs += struct.pack("<IIQQQQIIQQ", pos, typ, 0, addr, off, len(data), link, 0, 8, 0)
+        pos += len(n) + 1
+    shdrs += struct.pack("<IIQQQQIIQQ", pos, 3, 0, 0, shstr_off, len(names), 0, 0, 1, 0)
+    return hdr + body + shdrs
+
+
+def test_patch_sites_from_a_vmlinux(tmp_path):
+    import struct
+    # two jump entries at 0x5000 and 0x5010: code fields relative to themselves
+    jt = struct.pack("<iiq", 0x1003 - 0x5000, 0, 0) + struct.pack("<iiq", 0x2000 - 0x5010, 0, 0)
+    strtab = b"\0migrator_register\0some_data\0"
+    sym = b"\0" * 24 + struct.pack("<IBBHQQ", 1, 0x12, 0, 1, 0x1000, 0x80) + \
+        struct.pack("<IBBHQQ", 19, 0x11, 0, 1, 0x3000, 8)
+    path = tmp_path / "vmlinux"
+    path.write_bytes(_elf([("__jump_table", 1, 0x5000, jt, 0), (".symtab", 2, 0, sym, 3),
+                           (".strtab", 3, 0, strtab, 0)]))
+    sites = console.PatchSites.from_vmlinux(path)
+    assert sites.sites == {0x1003, 0x2000}
+    assert sites.symbols == {"migrator_register": [0x1000]}     # functions only
+    assert sites.reason("migrator_register+0x4/0x80")
+    assert not sites.reason("migrator_register+0x5/0x80")
+    assert not sites.reason("other+0x4/0x80")
+
+
+SCANNER_GAPS = [
+    ("rcu-stall", "rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 1-... }"),
+    ("kmemleak-off", "kmemleak: Kernel memory leak detector disabled"),
+    ("kmemleak-off", "kmemleak: Memory pool empty, consider increasing CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE"),
+    ("lockdep-off", "turning off the locking correctness validator."),
+]
+
+
+@pytest.mark.parametrize("kind,msg", SCANNER_GAPS)
+def test_scanner_gaps_fail_the_run(kind, msg):
+    rep = scan("\n".join([ts("Linux", "0.0"), ts(msg), "@@MO-DONE"]))
+    assert rep.status == console.STATUS_FAIL and rep.first.kind == kind
+
+
+def test_state_lines_and_release_are_read():
+    rep = scan((FIX / "clean.log").read_text())
+    assert rep.release == "6.12.117"
+    assert rep.states["end"] == {"tainted": "262144", "debug_locks": "1", "kmemleak": "on"}
 
 
 def test_no_timestamps_kernel_still_scanned():
