@@ -8,6 +8,7 @@
 #
 #   @@MO-BEGIN <suite>  ... TAP ...  @@MO-END <suite> rc=<exit code> t=<secs>
 #   @@MO-FILE-BEGIN <name> ... base64 ... @@MO-FILE-END <name> size=.. sha256=..
+#   @@MO-STATE <start|end> tainted=<n> debug_locks=<0|1|-> kmemleak=<on|off|->
 #   @@MO-DONE
 #
 # A suite is /opt/mo/suites/<name> or /opt/mo/<name>. It gets MO_OUTDIR, a
@@ -47,6 +48,14 @@ sendfile() {	# sendfile FILE NAME
 	echo "@@MO-FILE-END $2 size=$(wc -c < "$1") sha256=$(sha256sum "$1" | cut -d' ' -f1)"
 }
 
+# The kernel's health, before the suites and after: the lab fails a run in
+# which the kernel got tainted or lockdep/kmemleak switched themselves off.
+state() {	# state PHASE [KMEMLEAK]
+	dl=$(sed -n 's/^ *debug_locks: *//p' /proc/lockdep_stats 2>/dev/null)
+	echo "@@MO-STATE $1 tainted=$(cat /proc/sys/kernel/tainted)" \
+		"debug_locks=${dl:--} kmemleak=${2:--}"
+}
+
 MO_RUN=$(param 'mo\.run')
 MO_ARGS=$(param 'mo\.args')
 MO_SHELL=$(param 'mo\.shell')
@@ -54,6 +63,7 @@ export MO_ARGS
 
 echo "molab guest: kernel $(uname -r), $(nproc) cpus, nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ' ')"
 echo "molab guest: suites '$MO_RUN' args '$MO_ARGS'"
+state start
 
 for suite in $(echo "$MO_RUN" | tr ',' ' '); do
 	case "$suite" in
@@ -84,14 +94,19 @@ for suite in $(echo "$MO_RUN" | tr ',' ' '); do
 	echo "@@MO-END $suite rc=$rc t=$t"
 done
 
+kml=-
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	echo "@@MO-BEGIN kmemleak"
-	echo scan > /sys/kernel/debug/kmemleak
-	sleep 6
-	echo scan > /sys/kernel/debug/kmemleak
+	# A scan is refused (EPERM) once kmemleak has disabled itself.
+	kml=off
+	if echo scan > /sys/kernel/debug/kmemleak; then
+		sleep 6
+		echo scan > /sys/kernel/debug/kmemleak && kml=on
+	fi
 	cat /sys/kernel/debug/kmemleak
 	echo "@@MO-END kmemleak rc=0"
 fi
+state end $kml
 
 echo "@@MO-DONE"
 if [ "$MO_SHELL" = 1 ]; then

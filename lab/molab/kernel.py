@@ -121,7 +121,10 @@ def _wait_note():
 def configure(variant, flavour, src, out=None):
     """tinyconfig + fragments + olddefconfig; returns the KernelBuild.
 
-    Mismatches between requested and final options are printed as warnings.
+    An option of a fragment that the final .config does not have as asked
+    (a dependency missing, a renamed symbol) stops the build: a debug kernel
+    that silently lost KUNIT, PROVE_LOCKING or KMEMLEAK would test less than
+    it claims.
     """
     src = Path(src)
     out = Path(out or out_dir(variant, flavour))
@@ -146,8 +149,11 @@ def configure(variant, flavour, src, out=None):
               str(out / ".config"), *map(str, frags)], "merge_config.sh")
         step(locked(_make(src, out, "olddefconfig", extra=["-s"])), "make olddefconfig")
     bad = kconfig.verify_files(frags, out / ".config")
-    for b in bad:
-        warn(f"config: {b}")
+    if bad:
+        raise LabError(f"config {rel(out)}: {len(bad)} option(s) not as the fragments ask: "
+                       f"{'; '.join(bad[:3])}",
+                       "fix the fragment in configs/ (a missing dependency or a renamed "
+                       "option)")
     kb = KernelBuild(variant=variant, flavour=flavour, src=src.resolve(), out=out.resolve(),
                      config_mismatches=bad)
     return kb

@@ -53,7 +53,10 @@ class BootSpec:
     echo: str = "markers"              # markers | all | none
     qemu: str = QEMU
     qemu_extra: list = field(default_factory=list)
-    known_failures: dict | None = None  # {suite: {test: why}}; None = lab/known-failures
+    known_failures: dict | None = None  # {suite: {test: KnownFailure}}; None = lab/known-failures
+    kunit_suites: tuple = ()           # KUnit suites that must have run (when "kunit" is asked)
+    require_debug: bool = False        # lockdep and kmemleak must still be on at the end
+    vmlinux: Path | None = None        # for judging int3 oopses; None = next to the bzImage
 
 
 @dataclass
@@ -284,11 +287,34 @@ def _boot(spec, accel, quiet=False):
     known = spec.known_failures
     if known is None:
         known = results.load_known_failures(KNOWN_FAILURES)
-    summ = results.summarize(report, spec.suites, boot_problem=boot_problem, known=known)
+    if any(f.kind == "int3" for f in report.findings):
+        console.excuse_int3(report, patch_sites(spec.vmlinux or vmlinux_of(spec.kernel)))
+    summ = results.summarize(report, spec.suites, boot_problem=boot_problem, known=known,
+                             kunit_suites=spec.kunit_suites, require_debug=spec.require_debug)
     res = BootResult(spec=spec, accel=accel, results_dir=rdir, console_log=log_path,
                      report=report, summary=summ, qemu_rc=qrc, seconds=seconds, hang=hang)
     _save(res)
     return res
+
+
+def vmlinux_of(kernel):
+    """The vmlinux of a build dir's arch/x86/boot/bzImage, or None."""
+    p = Path(kernel)
+    if len(p.parts) >= 4 and p.parts[-3:] == ("x86", "boot", "bzImage"):
+        cand = p.parents[3] / "vmlinux"
+        if cand.is_file():
+            return cand
+    return None
+
+
+def patch_sites(vmlinux):
+    """console.PatchSites of a vmlinux, or None if there is none to read."""
+    if vmlinux is None:
+        return None
+    try:
+        return console.PatchSites.from_vmlinux(vmlinux)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _die_with_parent():
@@ -340,8 +366,11 @@ def _save(res):
         "label": res.spec.label, "kernel": str(res.spec.kernel), "initrd": str(res.spec.initrd),
         "accel": res.accel, "smp": res.spec.smp, "suites_requested": res.spec.suites,
         "args": res.spec.args, "seconds": round(res.seconds, 2), "qemu_rc": res.qemu_rc,
+        "kunit_suites": list(res.spec.kunit_suites), "require_debug": res.spec.require_debug,
         "done": res.report.done, "hang": res.hang, "status": res.summary.status,
         "console_status": res.summary.console_status,
+        "release": res.report.release, "states": res.report.states,
+        "health": res.summary.health,
         "findings": [f.__dict__ for f in res.report.findings],
         "suites": [s.__dict__ for s in res.summary.suites],
         "files": {k: str(v) for k, v in res.files.items()},

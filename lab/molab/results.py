@@ -23,6 +23,7 @@ class SuiteResult:
     seconds: float | None = None
     skipped_names: list = field(default_factory=list)
     failed_names: list = field(default_factory=list)
+    known_failed: int = 0     # failed tests that lab/known-failures explains
 
     def line(self):
         if self.status == PASS:
@@ -61,32 +62,78 @@ def failure_reason(diagnostics):
     return cands[-1].lstrip("# ").strip() if cands else ""
 
 
-def load_known_failures(path):
-    """{suite: {test: reason}} from a known-failures file.
+@dataclass
+class KnownFailure:
+    """A test that fails on the vanilla base kernel too (lab/known-failures)."""
+    suite: str
+    test: str
+    seen_on: str        # kernel release it was seen failing on, e.g. 6.12.117
+    text: str           # a substring of its failure diagnostics
+    why: str = ""
 
-    One entry a line: ``<suite> <test name> [# why]``; blank lines and lines
-    starting with # are ignored.
+    def applies_to(self, release):
+        """True if ``release`` (uname -r) is the release the entry was seen on."""
+        return release is not None and (release == self.seen_on or
+                                        release.startswith(self.seen_on + "-") or
+                                        release.startswith(self.seen_on + "+"))
+
+
+def load_known_failures(path):
+    """{suite: {test: KnownFailure}} from a known-failures file.
+
+    One entry a line, fields separated by " | ":
+    ``<suite> | <test name> | <kernel release seen on> | <failure text> | <why>``;
+    blank lines and lines starting with # are ignored. A line of another shape
+    is an error: a typo must not silently stop matching.
     """
     known = {}
     try:
         text = open(path).read()
     except OSError:
         return known
-    for line in text.splitlines():
-        body, _, why = line.partition("#")
-        words = body.split()
-        if len(words) < 2 or line.lstrip().startswith("#"):
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
             continue
-        known.setdefault(words[0], {})[" ".join(words[1:])] = why.strip()
+        parts = [p.strip() for p in line.split(" | ")]
+        if len(parts) != 5 or not all(parts[:4]):
+            from .errors import LabError
+            raise LabError(f"{path}:{no}: a known failure needs 5 fields "
+                           f"'suite | test | release | failure text | why'",
+                           "fix that line of lab/known-failures")
+        kf = KnownFailure(*parts)
+        known.setdefault(kf.suite, {})[kf.test] = kf
     return known
 
 
-def evaluate_tap(name, tap, rc=None, seconds=None, known=None):
+def _diagnostic_text(tc):
+    return "\n".join([tc.reason, *tc.diagnostics])
+
+
+def _match_known(name, tc, known, release):
+    """(True, '') if the failed test ``name`` is this known failure; else
+    (False, why the entry does not apply, or '' without an entry)."""
+    kf = known.get(name)
+    if kf is None:
+        return False, ""
+    if not kf.applies_to(release):
+        return False, (f"listed as a known failure of {kf.seen_on}, but this kernel is "
+                       f"{release or 'unknown'}: check it there and update lab/known-failures")
+    if kf.text not in _diagnostic_text(tc):
+        return False, (f"listed as a known failure with the text '{kf.text}', but it failed "
+                       f"otherwise")
+    return True, ""
+
+
+def evaluate_tap(name, tap, rc=None, seconds=None, known=None, release=None):
     """Verdict for one suite from its parsed TAP and exit code.
 
-    ``known`` ({test name: reason}) lists failures that are expected (they
-    fail on the vanilla kernel too); they are reported but do not fail the
-    suite, as long as nothing else fails.
+    ``known`` ({test name: KnownFailure}) lists failures that are expected on
+    kernel ``release`` (they fail on the vanilla kernel too): a failed test
+    whose name, release and failure text match is reported, not failed. The
+    exit code is never reset: a known failure explains exit code 1 (the
+    kselftest harness's "a test failed"), nothing else, so a crash or a
+    timeout of the same test still fails the suite. A suite that tested
+    nothing (no TAP, every test skipped, a skip plan) fails.
     """
     known = known or {}
     total, passed, failed, skipped = tap.counts()
@@ -94,10 +141,19 @@ def evaluate_tap(name, tap, rc=None, seconds=None, known=None):
                       skipped=skipped, rc=rc, seconds=seconds)
     leaves = tap.leaves()
     res.skipped_names = [t.name for t in leaves if t.skipped]
-    all_fails = tap.failures()
-    fails = [(n, t) for n, t in all_fails if n not in known]
-    expected = [n for n, _ in all_fails if n in known]
+    fails, expected, notes = [], [], []
+    for n, t in tap.failures():
+        ok, why = _match_known(n, t, known, release)
+        if ok:
+            expected.append(n)
+        else:
+            fails.append((n, t))
+            if why:
+                notes.append(f"{n}: {why}")
     res.failed_names = [n for n, _ in fails]
+    res.known_failed = len(expected)
+    res.failed = len(fails)
+    res.passed = total - skipped - len(fails) - len(expected)
     probs = ktap.problems(tap)
     if fails:
         first = fails[0][1]
@@ -106,13 +162,14 @@ def evaluate_tap(name, tap, rc=None, seconds=None, known=None):
         res.reason = f"not ok: {_names(fails)}" + (f" ({why})" if why else "")
         if rc not in (None, 0):
             res.reason += f"; exit code {rc}"
+        if notes:
+            res.reason += "; " + "; ".join(notes)
         return res
     if expected:
         res.reason = "known failure: " + ", ".join(
-            f"{n} ({known[n]})" if known[n] else n for n in expected)
-        if rc not in (None, 0):
-            rc = 0   # the exit code reflects the known failures
-    fixed = [n for n in known if any(t.name == n and not t.failed for t in leaves)]
+            f"{n} ({known[n].why})" if known[n].why else n for n in expected)
+    fixed = [n for n in known if any(t.name == n and not t.failed and not t.skipped
+                                     for t in leaves)]
     if fixed:
         res.reason = (res.reason + "; " if res.reason else "") + \
             "known failure now passes: " + ", ".join(fixed) + " (update lab/known-failures)"
@@ -120,26 +177,27 @@ def evaluate_tap(name, tap, rc=None, seconds=None, known=None):
         res.status = FAIL
         res.reason = probs[0] if probs else f"bail out: {tap.bail_out}"
         return res
-    all_skipped = (tap.plan_skip is not None) or (total > 0 and skipped == total)
-    if rc not in (None, 0) and not (rc == KSFT_SKIP and (all_skipped or total == 0)):
+    if not tap.has_output or total == 0 and tap.plan_skip is None:
         res.status = FAIL
-        res.reason = f"exit code {rc}" + (" (all TAP results ok)" if total else "")
+        res.reason = "no TAP results: nothing was tested" + (
+            f"; exit code {rc}" if rc not in (None, 0) else "")
         return res
-    if all_skipped or rc == KSFT_SKIP:
-        res.status = SKIP
-        why = tap.plan_skip
-        if not why and leaves:
-            why = leaves[0].reason
-        res.reason = f"all {total} tests skipped" if total else "skipped"
-        if why:
-            res.reason += f": {why}"
+    if tap.plan_skip is not None or skipped == total:
+        res.status = FAIL
+        why = tap.plan_skip or (leaves[0].reason if leaves else "")
+        res.reason = (f"all {total} tests skipped" if total else "skipped") + \
+            (f": {why}" if why else "") + ": nothing was tested"
         return res
-    if not tap.has_output:
-        res.reason = "no TAP output"
+    explained = 1 if expected else 0
+    if rc not in (None, 0, explained):
+        res.status = FAIL
+        res.reason = f"exit code {rc}" + (" (a known failure explains exit code 1 only)"
+                                          if expected else " (all TAP results ok)")
+        return res
     return res
 
 
-def evaluate_block(name, block, known=None):
+def evaluate_block(name, block, known=None, release=None):
     """Verdict for a guest suite from its console block (None: never started)."""
     if block is None:
         return SuiteResult(name, FAIL, "did not run (no @@MO-BEGIN: the guest died "
@@ -153,7 +211,8 @@ def evaluate_block(name, block, known=None):
         return SuiteResult(name, FAIL, "missing: no /opt/mo/suites/%s or /opt/mo/%s "
                                        "in the initramfs" % (name, name), rc=127)
     tap = ktap.parse(block.lines)
-    return evaluate_tap(name, tap, rc=block.rc, seconds=block.seconds, known=known)
+    return evaluate_tap(name, tap, rc=block.rc, seconds=block.seconds, known=known,
+                        release=release)
 
 
 def kunit_lines(boot_lines):
@@ -174,23 +233,76 @@ def kunit_lines(boot_lines):
     return out
 
 
-def evaluate_kunit(report, known=None):
-    """Verdict for the built-in KUnit tests from the boot part of the console."""
+def evaluate_kunit(report, known=None, expect=()):
+    """Verdict for the built-in KUnit tests from the boot part of the console.
+
+    ``expect`` names KUnit suites that must have run: one that is absent (not
+    built, or the kernel died first) fails, and so does a boot without KUnit.
+    """
     lines = kunit_lines(report.boot_lines)
     reached_init = bool(report.blocks) or report.done
     if not lines:
-        if reached_init:
-            return SuiteResult("kunit", SKIP, "no KUnit output in the boot log "
-                                              "(kernel built without CONFIG_KUNIT?)")
-        return SuiteResult("kunit", FAIL, "no KUnit output and the guest never reached "
+        return SuiteResult("kunit", FAIL, "no KUnit output in the boot log (kernel built "
+                                          "without CONFIG_KUNIT?)" if reached_init else
+                                          "no KUnit output and the guest never reached "
                                           "user space")
     tap = ktap.parse(lines, strip_ts=False)
-    if tap.planned == 0 and not tap.tests:
-        return SuiteResult("kunit", SKIP, "no KUnit suites built into this kernel")
-    res = evaluate_tap("kunit", tap, known=known)
+    res = evaluate_tap("kunit", tap, known=known, release=report.release)
+    ran = {t.name for t in tap.tests}
+    missing = [s for s in expect if s not in ran]
+    if missing:
+        res.status = FAIL
+        res.reason = (f"KUnit suite(s) absent: {', '.join(missing)}" +
+                      (f"; {res.reason}" if res.reason else ""))
     if res.status == FAIL and not reached_init and "planned" in res.reason:
         res.reason += " (kernel died during KUnit?)"
     return res
+
+
+# Taint flags (Documentation/admin-guide/tainted-kernels.rst), bit 0 first.
+TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
+TAINT_TEST = 18      # 'N': set by KUnit whenever a test runs; not a problem
+
+
+def taint_problem(value):
+    """'' for an acceptable /proc/sys/kernel/tainted value, else what it says."""
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        return f"tainted={value!r} is not a number"
+    bad = v & ~(1 << TAINT_TEST)
+    if not bad:
+        return ""
+    letters = "".join(c for i, c in enumerate(TAINT_LETTERS) if bad >> i & 1)
+    return f"kernel tainted: {v} ({letters or 'unknown flags'})"
+
+
+def health_problems(report, require_debug=False):
+    """What the guest's @@MO-STATE lines say is wrong with the kernel.
+
+    Any taint but KUnit's 'N' fails, at the start or the end; with
+    ``require_debug`` (the debug flavour) lockdep must still be on at the end
+    (debug_locks 1) and kmemleak must still scan.
+    """
+    out = []
+    end = report.states.get("end")
+    if end is None:
+        if report.done:
+            out.append("the guest reported no end state (@@MO-STATE end)")
+        return out
+    start = report.states.get("start", {})
+    for phase, st in (("start", start), ("end", end)):
+        p = taint_problem(st.get("tainted", "0"))
+        if p and not (phase == "end" and st.get("tainted") == start.get("tainted") and start):
+            out.append(f"{p} at the {phase} of the run")
+    if require_debug:
+        if end.get("debug_locks") != "1":
+            out.append(f"lockdep is off at the end of the run (debug_locks="
+                       f"{end.get('debug_locks')}): lock bugs after that went unchecked")
+        if end.get("kmemleak") != "on":
+            out.append(f"kmemleak is not scanning at the end of the run (kmemleak="
+                       f"{end.get('kmemleak')}): leaks went unreported")
+    return out
 
 
 @dataclass
@@ -200,23 +312,29 @@ class RunSummary:
     console_reason: str = ""
     boot_problem: str = ""
     file_problems: list = field(default_factory=list)
+    health: list = field(default_factory=list)
     accel: str = "single"
     all_findings: list = field(default_factory=list)
 
+    # The tally counts test cases. A suite that failed without a failed case
+    # (crash, exit code, missing) counts as one failure, and so does each
+    # problem outside the suites (console, boot, files, health). Known
+    # failures are counted as skipped (the per-suite line names them).
     @property
     def passed(self):
-        return sum(1 for s in self.suites if s.status == PASS)
+        return sum(s.passed for s in self.suites)
 
     @property
     def skipped(self):
-        return sum(1 for s in self.suites if s.status == SKIP)
+        return sum(s.skipped + s.known_failed for s in self.suites)
 
     @property
     def failed(self):
-        n = sum(1 for s in self.suites if s.status == FAIL)
+        n = sum(max(s.failed, 1) if s.status == FAIL else s.failed for s in self.suites)
         n += self.console_status != STATUS_OK
         n += bool(self.boot_problem)
         n += len(self.file_problems)
+        n += len(self.health)
         return n
 
     @property
@@ -239,6 +357,8 @@ class RunSummary:
             out.append(f"FAIL  boot  {self.boot_problem}")
         for p in self.file_problems:
             out.append(f"FAIL  files  {p}")
+        for p in self.health:
+            out.append(f"FAIL  kernel  {p}")
         tally = f"{self.passed} passed, {self.failed} failed"
         if self.skipped:
             tally += f", {self.skipped} skipped"
@@ -249,30 +369,44 @@ class RunSummary:
 MODE_NAMES = {"single": "single-threaded TCG", "multi": "multi-threaded TCG", "kvm": "KVM"}
 
 
-def summarize(report, suites, boot_problem="", known=None):
+def describe_findings(report, limit=6):
+    """Every finding of a console, one clause each: the verdict names them all."""
+    parts = []
+    for f in report.findings[:limit]:
+        why = f" [{f.excuse}]" if f.excuse else ""
+        parts.append(f"{f.kind}: {f.describe()}{why}")
+    if len(report.findings) > limit:
+        parts.append(f"+{len(report.findings) - limit} more")
+    return f"{len(report.findings)} finding(s): " + "; ".join(parts)
+
+
+def summarize(report, suites, boot_problem="", known=None, kunit_suites=(),
+              require_debug=False):
     """Evaluate every requested suite and the console of one boot.
 
-    ``known`` is {suite: {test: reason}} (see load_known_failures)."""
+    ``known`` is {suite: {test: KnownFailure}} (see load_known_failures);
+    ``kunit_suites`` the KUnit suites that must have run; ``require_debug``
+    makes lockdep and kmemleak being on at the end a requirement."""
     known = known or {}
     results = []
     for name in suites:
         if name == "kunit":
-            results.append(evaluate_kunit(report, known.get("kunit")))
+            results.append(evaluate_kunit(report, known.get("kunit"), kunit_suites))
         else:
-            results.append(evaluate_block(name, report.block(name), known.get(name)))
+            results.append(evaluate_block(name, report.block(name), known.get(name),
+                                          report.release))
     summ = RunSummary(suites=results, accel=report.accel, boot_problem=boot_problem,
-                      all_findings=list(report.findings))
+                      all_findings=list(report.findings),
+                      health=health_problems(report, require_debug))
     summ.console_status = report.status
-    if report.first is not None:
-        f = report.first
-        others = len(report.findings) - 1
-        more = f"; {others} more finding(s)" if others else ""
+    if report.findings:
+        text = describe_findings(report)
         if report.status == STATUS_EMULATOR:
-            summ.console_reason = (f"{f.describe()} under {MODE_NAMES.get(report.accel, report.accel)}: "
+            summ.console_reason = (f"{text} under {MODE_NAMES.get(report.accel, report.accel)}: "
                                    f"known QEMU fault while patching kernel text, not a "
-                                   f"verdict on the kernel; rerun with ACCEL=single{more}")
+                                   f"verdict on the kernel; rerun with ACCEL=single")
         else:
-            summ.console_reason = f"{f.kind}: {f.describe()}{more}"
+            summ.console_reason = text
     for xf in report.files:
         if xf.error:
             summ.file_problems.append(f"{xf.name}: {xf.error}")

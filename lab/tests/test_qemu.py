@@ -86,7 +86,7 @@ def test_guest_that_dies_is_reported(fake):
     res = qemu.boot(spec)
     lines = res.summary.lines()
     assert "FAIL  after  did not run" in lines[1]
-    assert lines[2].startswith("FAIL  console  warning: WARNING: CPU: 1")
+    assert lines[2].startswith("FAIL  console  1 finding(s): warning: WARNING: CPU: 1")
 
 
 def test_numa_topology_arguments():

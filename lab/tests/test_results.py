@@ -26,7 +26,8 @@ def test_clean_run_summary():
     lines = summ.lines()
     assert lines[0] == "PASS  kunit  (6 tests, 1 skipped: copy_batch)"
     assert lines[1].startswith("PASS  migration  (2 tests, 1 skipped: migration.private_anon_htlb)")
-    assert lines[-1] == "3 passed, 0 failed"
+    # the tally counts test cases: kunit 5 + 1 skipped, migration 1 + 1 skipped, sample 1
+    assert lines[-1] == "7 passed, 0 failed, 2 skipped"
 
 
 def test_broken_guest_tests_fail_the_run_with_clear_messages():
@@ -42,12 +43,15 @@ def test_broken_guest_tests_fail_the_run_with_clear_messages():
     assert r["brokentap"].reason == "not ok: second (integrity: checksum mismatch at offset 4096); exit code 1"
     assert r["crashy"].status == "FAIL"
     assert "planned 1 tests, 0 reported" in r["crashy"].reason
-    assert r["notap"].status == "PASS" and r["notap"].reason == "no TAP output"
+    assert r["notap"].status == "FAIL" and r["notap"].reason == "no TAP results: nothing was tested"
     assert r["missing"].status == "FAIL" and r["missing"].reason.startswith("missing")
     assert r["short"].status == "FAIL" and "planned 4" in r["short"].reason
-    assert r["allskip"].status == "SKIP" and "no DMA engine" in r["allskip"].reason
+    assert r["allskip"].status == "FAIL" and "no DMA engine" in r["allskip"].reason
+    assert "nothing was tested" in r["allskip"].reason
     assert r["neverran"].status == "FAIL" and "did not run" in r["neverran"].reason
-    assert summ.lines()[-1] == "1 passed, 6 failed, 1 skipped"
+    # cases: brokentap 2 passed + 1 failed, kunit 1 + 1, short 2 passed (+1 for the suite),
+    # crashy, notap, missing, allskip, neverran one each
+    assert summ.lines()[-1] == "5 passed, 8 failed"
 
 
 def test_nonzero_exit_with_all_ok_tap_fails():
@@ -72,26 +76,63 @@ def test_console_failure_fails_even_if_every_test_passed():
     summ = summarize("warning.log", ["stress"])
     assert by_name(summ)["stress"].status == "PASS"
     assert not summ.ok
-    assert any(l.startswith("FAIL  console  warning: WARNING: CPU: 1 PID: 77") for l in summ.lines())
+    assert any(l.startswith("FAIL  console  1 finding(s): warning: WARNING: CPU: 1 PID: 77")
+               for l in summ.lines())
 
 
 def test_emulator_fault_line_and_status():
-    log = "[ 0.0] Linux\n[ 1.0] Oops: int3: 0000 [#1] PREEMPT SMP\n"
-    summ = results.summarize(console.scan_text(log, "multi"), [])
+    log = ("[ 0.0] Linux\n[ 1.0] Oops: int3: 0000 [#1] PREEMPT SMP\n"
+           "[ 1.0] RIP: 0010:f+0x4/0x80\n")
+    rep = console.excuse_int3(console.scan_text(log, "multi"),
+                              console.PatchSites({0x1003}, {"f": [0x1000]}))
+    summ = results.summarize(rep, [])
     assert summ.status == "EMULATOR-FAULT" and not summ.ok
     line = [l for l in summ.lines() if l.startswith("EMULATOR-FAULT")][0]
-    assert "multi-threaded TCG" in line and "Oops: int3" in line
+    assert "multi-threaded TCG" in line and "Oops: int3" in line and "jump-label site" in line
 
 
-def test_kunit_without_suites_is_a_skip():
+def test_kunit_without_output_or_suites_fails():
     rep = console.scan_text("[ 0.5] KTAP version 1\n[ 0.5] 1..0\n@@MO-DONE\n")
     s = results.evaluate_kunit(rep)
-    assert s.status == "SKIP" and "no KUnit suites" in s.reason
+    assert s.status == "FAIL" and "nothing was tested" in s.reason
+    rep = console.scan_text("[ 0.0] Linux\n@@MO-DONE\n")
+    assert results.evaluate_kunit(rep).status == "FAIL"
 
 
 def test_kunit_absent_before_userspace_is_a_failure():
     rep = console.scan_text("[ 0.0] Linux\n[ 0.1] Kernel panic - not syncing: VFS\n")
     assert results.evaluate_kunit(rep).status == "FAIL"
+
+
+def test_expected_kunit_suite_missing_fails():
+    rep = console.scan_text((FIX / "clean.log").read_text())
+    assert results.evaluate_kunit(rep, expect=("migrate_copy", "migrator_api")).status == "PASS"
+    s = results.evaluate_kunit(rep, expect=("migrate_copy", "migrate_offload_registry"))
+    assert s.status == "FAIL" and "absent: migrate_offload_registry" in s.reason
+
+
+def _with_end_state(state, start="tainted=0 debug_locks=1 kmemleak=-"):
+    text = (FIX / "clean.log").read_text()
+    text = text.replace("@@MO-STATE start tainted=262144 debug_locks=1 kmemleak=-",
+                        f"@@MO-STATE start {start}")
+    return text.replace("@@MO-STATE end tainted=262144 debug_locks=1 kmemleak=on",
+                        f"@@MO-STATE end {state}" if state else "")
+
+
+def test_kernel_health_at_the_end_of_the_run():
+    def health(state, debug=True, **kw):
+        rep = console.scan_text(_with_end_state(state, **kw))
+        return results.summarize(rep, ["sample"], require_debug=debug)
+    assert health("tainted=262144 debug_locks=1 kmemleak=on").ok     # KUnit's N only
+    s = health("tainted=512 debug_locks=1 kmemleak=on")               # W: a warning
+    assert not s.ok and "kernel tainted: 512 (W) at the end" in s.lines()[-2]
+    assert not health("tainted=0 debug_locks=0 kmemleak=on").ok      # lockdep turned off
+    assert not health("tainted=0 debug_locks=1 kmemleak=off").ok     # kmemleak disabled
+    assert health("tainted=0 debug_locks=1 kmemleak=off", debug=False).ok
+    s = health("")                                                   # no end state at all
+    assert not s.ok and "no end state" in s.lines()[-2]
+    s = health("tainted=4096 debug_locks=1 kmemleak=on", start="tainted=4096")  # O at boot
+    assert not s.ok and "at the start" in " ".join(s.lines())
 
 
 def test_file_errors_fail_the_run():
@@ -112,26 +153,68 @@ not ok 2 migration.shared_anon_htlb
 """
 
 
-def test_known_failures(tmp_path):
+KF_TEXT = "Expected migrate(ptr, self->n1, self->n2) (-2) == 0 (0)"
+
+
+def _known(tmp_path, release="6.12.117", text=KF_TEXT):
     kf = tmp_path / "kf"
-    kf.write_text("# comment\nmigration migration.shared_anon_htlb  # fails on vanilla too\n\n")
-    known = results.load_known_failures(kf)
-    assert known == {"migration": {"migration.shared_anon_htlb": "fails on vanilla too"}}
-    rep = console.scan_text(MIG_FAIL)
+    kf.write_text(f"# comment\nmigration | migration.shared_anon_htlb | {release} | {text} | "
+                  f"fails on vanilla too\n\n")
+    return results.load_known_failures(kf)
+
+
+def _mig(*repl):
+    text = MIG_FAIL.replace("[ 0.0] Linux", "[ 0.0] Linux version 6.12.117 (x)")
+    for a, b in repl:
+        text = text.replace(a, b)
+    return console.scan_text(text)
+
+
+def test_known_failures(tmp_path):
+    known = _known(tmp_path)
+    kf = known["migration"]["migration.shared_anon_htlb"]
+    assert (kf.seen_on, kf.text, kf.why) == ("6.12.117", KF_TEXT, "fails on vanilla too")
+    rep = _mig()
     s = results.summarize(rep, ["migration"], known=known).suites[0]
-    assert s.status == "PASS"
+    assert s.status == "PASS" and s.rc == 1
     assert "known failure: migration.shared_anon_htlb (fails on vanilla too)" in s.line()
+    assert (s.passed, s.failed, s.known_failed) == (1, 0, 1)
     # without the entry it fails
     assert results.summarize(rep, ["migration"]).suites[0].status == "FAIL"
     # a known failure does not hide another failure
-    rep2 = console.scan_text(MIG_FAIL.replace("ok 1 migration.private_anon",
-                                              "not ok 1 migration.private_anon"))
+    rep2 = _mig(("ok 1 migration.private_anon", "not ok 1 migration.private_anon"))
     s2 = results.summarize(rep2, ["migration"], known=known).suites[0]
     assert s2.status == "FAIL" and s2.failed_names == ["migration.private_anon"]
     # an entry that passes again is pointed out
     rep3 = console.scan_text(MIG_FAIL.replace("not ok 2", "ok 2").replace("rc=1", "rc=0"))
     s3 = results.summarize(rep3, ["migration"], known=known).suites[0]
     assert s3.status == "PASS" and "known failure now passes" in s3.reason
+
+
+def test_known_failure_does_not_excuse_a_crash_or_timeout(tmp_path):
+    known = _known(tmp_path)
+    for rc in (139, 124, 2, 3):
+        s = results.summarize(_mig(("rc=1", f"rc={rc}")), ["migration"], known=known).suites[0]
+        assert s.status == "FAIL" and f"exit code {rc}" in s.reason, (rc, s.reason)
+
+
+def test_known_failure_matches_text_and_release(tmp_path):
+    # the same test failing with another message is a failure
+    s = results.summarize(_mig(("(-2)", "(-1)")), ["migration"],
+                          known=_known(tmp_path)).suites[0]
+    assert s.status == "FAIL" and "failed otherwise" in s.reason
+    # on another kernel release the entry does not apply
+    s = results.summarize(_mig(), ["migration"], known=_known(tmp_path, "6.12.99")).suites[0]
+    assert s.status == "FAIL" and "known failure of 6.12.99" in s.reason
+
+
+def test_known_failures_file_with_a_bad_line_is_an_error(tmp_path):
+    import pytest
+    from lab.molab.errors import LabError
+    kf = tmp_path / "kf"
+    kf.write_text("migration migration.shared_anon_htlb  # the old format\n")
+    with pytest.raises(LabError):
+        results.load_known_failures(kf)
 
 
 def test_repo_known_failures_file_parses():
