@@ -264,7 +264,8 @@ def cmd_test(a):
     lines = res.summary.lines()
     for line in lines[:-1]:
         say(line)
-    say(f"console log: {rel(res.console_log)}")
+    say(f"kernel: {res.report.release or 'unknown (no Linux version line)'}; "
+        f"console log: {rel(res.console_log)}")
     say(f"timings: {timer.report()}")
     say(lines[-1])
     return EXIT_OK if res.ok else EXIT_FAIL

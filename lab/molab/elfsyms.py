@@ -38,17 +38,46 @@ def _read(path):
         return f.read()
 
 
-def jump_label_sites(path):
-    """Addresses of every jump-label instruction of an x86-64 vmlinux."""
-    data = _read(path)
-    secs, _ = _sections(data)
-    out = []
+def _symbols(data, secs, cstr):
+    """(name, value, st_info) of every symbol."""
     for s in secs:
-        if s["name"] != "__jump_table":
+        if s["type"] != SHT_SYMTAB:
             continue
-        for i in range(s["size"] // JUMP_ENTRY.size):
-            code, _target, _key = JUMP_ENTRY.unpack_from(data, s["off"] + i * JUMP_ENTRY.size)
-            out.append(s["addr"] + i * JUMP_ENTRY.size + code)
+        names = secs[s["link"]]
+        for i in range(s["size"] // 24):
+            st_name, st_info, _other, _shndx, value, _size = struct.unpack_from(
+                "<IBBHQQ", data, s["off"] + i * 24)
+            yield cstr(names, st_name), value, st_info
+
+
+def _file_offset(secs, addr):
+    for s in secs:
+        if s["type"] != 8 and s["addr"] and s["addr"] <= addr < s["addr"] + s["size"]:
+            return s["off"] + addr - s["addr"]          # (8 = SHT_NOBITS)
+    raise ValueError(f"address 0x{addr:x} is in no section with contents")
+
+
+def jump_label_sites(path):
+    """Addresses of every jump-label instruction of an x86-64 vmlinux.
+
+    The x86 linker script puts the table inside .data between
+    __start___jump_table and __stop___jump_table; a file without those
+    symbols (a module) has it as a section of its own.
+    """
+    data = _read(path)
+    secs, cstr = _sections(data)
+    bounds = {n: v for n, v, _ in _symbols(data, secs, cstr)
+              if n in ("__start___jump_table", "__stop___jump_table")}
+    if len(bounds) == 2:
+        start, stop = bounds["__start___jump_table"], bounds["__stop___jump_table"]
+        tables = [(start, _file_offset(secs, start), stop - start)]
+    else:
+        tables = [(s["addr"], s["off"], s["size"]) for s in secs if s["name"] == "__jump_table"]
+    out = []
+    for addr, off, size in tables:
+        for i in range(size // JUMP_ENTRY.size):
+            code, _target, _key = JUMP_ENTRY.unpack_from(data, off + i * JUMP_ENTRY.size)
+            out.append(addr + i * JUMP_ENTRY.size + code)
     return out
 
 
@@ -57,13 +86,7 @@ def function_symbols(path):
     data = _read(path)
     secs, cstr = _sections(data)
     out = {}
-    for s in secs:
-        if s["type"] != SHT_SYMTAB:
-            continue
-        names = secs[s["link"]]
-        for i in range(s["size"] // 24):
-            st_name, st_info, _other, _shndx, value, _size = struct.unpack_from(
-                "<IBBHQQ", data, s["off"] + i * 24)
-            if st_info & 0xF == STT_FUNC and value:
-                out.setdefault(cstr(names, st_name), []).append(value)
+    for name, value, info in _symbols(data, secs, cstr):
+        if info & 0xF == STT_FUNC and value:
+            out.setdefault(name, []).append(value)
     return out

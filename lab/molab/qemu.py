@@ -17,6 +17,7 @@ node0 and node1. Every CPU is its own socket, so no cache is shared across nodes
 
 import json
 import os
+import re
 import select
 import shlex
 import subprocess
@@ -178,12 +179,37 @@ def resolve_accel(spec):
     return spec.accel
 
 
+QEMU_MIN = 10
+_qemu_checked = {}
+
+
+def check_qemu_version(binary=QEMU):
+    """Refuse a QEMU older than QEMU_MIN: 7.2 crashes guests that patch text."""
+    if binary in _qemu_checked:
+        return _qemu_checked[binary]
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL).stdout
+    except OSError as e:
+        raise LabError(f"cannot run {binary}", "install QEMU with 'sudo sh lab/setup.sh'") from e
+    first = out.splitlines()[0] if out else ""
+    m = re.search(r"version (\d+)\.", first)
+    if not m or int(m.group(1)) < QEMU_MIN:
+        raise LabError(f"{binary} is '{first or 'unknown version'}'; the lab needs QEMU "
+                       f"{QEMU_MIN} or newer",
+                       "run 'sudo sh lab/setup.sh' (qemu-system-x86 from bookworm-backports)")
+    _qemu_checked[binary] = first
+    return first
+
+
 def boot(spec):
     """Boot, run the suites, scan the console; returns a BootResult."""
     for p, what in ((spec.kernel, "kernel"), (spec.initrd, "initramfs")):
         if not Path(p).exists():
             raise LabError(f"{what} {rel(p)} not found",
                            "build it first (make kernel / python3 -m lab.molab initramfs)")
+    if Path(spec.qemu).name == "qemu-system-x86_64":   # tests boot a fake
+        check_qemu_version(spec.qemu)
     accel = resolve_accel(spec)
     return _boot(spec, accel)
 

@@ -193,7 +193,8 @@ def test_patch_sites_from_a_vmlinux(tmp_path):
     strtab = b"\0migrator_register\0some_data\0"
     sym = b"\0" * 24 + struct.pack("<IBBHQQ", 1, 0x12, 0, 1, 0x1000, 0x80) + \
         struct.pack("<IBBHQQ", 19, 0x11, 0, 1, 0x3000, 8)
-    path = tmp_path / "vmlinux"
+    # a module: the table is a section of its own
+    path = tmp_path / "mod.ko"
     path.write_bytes(_elf([("__jump_table", 1, 0x5000, jt, 0), (".symtab", 2, 0, sym, 3),
                            (".strtab", 3, 0, strtab, 0)]))
     sites = console.PatchSites.from_vmlinux(path)
@@ -202,6 +203,17 @@ def test_patch_sites_from_a_vmlinux(tmp_path):
     assert sites.reason("migrator_register+0x4/0x80")
     assert not sites.reason("migrator_register+0x5/0x80")
     assert not sites.reason("other+0x4/0x80")
+    # a vmlinux: the table sits inside .data between __start/__stop symbols
+    strtab2 = strtab + b"__start___jump_table\0__stop___jump_table\0"
+    n0 = len(strtab)
+    sym2 = sym + struct.pack("<IBBHQQ", n0, 0x10, 0, 1, 0x5010, 0) + \
+        struct.pack("<IBBHQQ", n0 + 21, 0x10, 0, 1, 0x5030, 0)
+    jt_at_5010 = struct.pack("<iiq", 0x1003 - 0x5010, 0, 0) + \
+        struct.pack("<iiq", 0x2000 - 0x5020, 0, 0)
+    data = b"\0" * 16 + jt_at_5010 + b"\0" * 16
+    path.write_bytes(_elf([(".data", 1, 0x5000, data, 0), (".symtab", 2, 0, sym2, 3),
+                           (".strtab", 3, 0, strtab2, 0)]))
+    assert console.PatchSites.from_vmlinux(path).sites == {0x1003, 0x2000}
 
 
 SCANNER_GAPS = [

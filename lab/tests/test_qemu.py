@@ -150,3 +150,16 @@ def test_bench_alternate_boots_in_abba_order(fake, monkeypatch):
     argv = (fake.tmp / "argv").read_text().split("\n")
     assert argv[argv.index("-accel") + 1] == "tcg,thread=multi"
     assert argv[argv.index("-initrd") + 1].endswith("initrd-vanilla.cpio")
+
+
+def test_old_qemu_is_refused(tmp_path, monkeypatch):
+    from lab.molab.errors import LabError
+    old = tmp_path / "qemu-old"
+    old.write_text("#!/bin/sh\necho 'QEMU emulator version 7.2.15 (Debian 1:7.2+dfsg-7)'\n")
+    old.chmod(0o755)
+    with pytest.raises(LabError, match="needs QEMU 10 or newer"):
+        qemu.check_qemu_version(str(old))
+    new = tmp_path / "qemu-new"
+    new.write_text("#!/bin/sh\necho 'QEMU emulator version 10.0.2 (Debian)'\n")
+    new.chmod(0o755)
+    assert qemu.check_qemu_version(str(new)).startswith("QEMU emulator version 10")
