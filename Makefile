@@ -1,7 +1,8 @@
 # The lab's entry points; each target calls python3 -m lab.molab <command>.
 # Variables: KSRC=/path (existing 6.12 tree), FLAVOUR=debug|perf,
 # VARIANT=patched|vanilla, SUITES=a,b, ACCEL=single|multi|kvm|auto, SMP=n,
-# RESET=1 (make tree), ARGS=... (make boot), V=1 (echo the guest console).
+# RESET=1 (make tree), ARGS=... (make boot), V=1 (echo the guest console),
+# BREAK=patch (make test: the series plus a breaking patch; must fail).
 
 PYTHON ?= python3
 MOLAB := $(PYTHON) -m lab.molab
@@ -21,6 +22,7 @@ help:
 	@echo "make initramfs          pack the guest for that kernel"
 	@echo "make boot SUITES=a,b    boot it in QEMU and run suites"
 	@echo "make test               setup, unit tests, build, boot, run all suites"
+	@echo "make test BREAK=p.patch the same on the series + a breaking patch (must fail)"
 	@echo "make check              checkpatch + W=1 build of the touched code"
 	@echo "make check-each         build the kernel at every patch (perf config; slow)"
 	@echo "make unit               host unit tests of the lab only"
@@ -42,7 +44,7 @@ boot:
 	$(MOLAB) boot $(VOPTS) $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,ARGS,--args)
 
 test:
-	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites)
+	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,BREAK,--break)
 
 check:
 	$(MOLAB) check $(KOPTS)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from . import kernel, tree
 from .errors import LabError
-from .util import BUILD, git, locked, rel, say
+from .util import BUILD, ROOT, git, locked, rel, say
 
 
 def checkpatch(src, patches):
@@ -87,6 +87,25 @@ def new_warnings(log_text, changed, srcroot):
     return out
 
 
+FIXTURE_PATCHES = ROOT / "lab" / "tests" / "fixtures"
+
+
+def fixtures_apply(src):
+    """The breaking patches of lab/tests/fixtures must still apply to the
+    series (make test BREAK=...), or the proof that the suites catch them
+    silently rots."""
+    out = []
+    for p in sorted(FIXTURE_PATCHES.glob("*.patch")):
+        r = subprocess.run(["git", "-C", str(src), "apply", "--check", str(p)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["git apply --check failed"])[-1]
+            out.append(f"fixture {p.name} no longer applies to the series: {last}")
+    say(f"== fixture patches: {len(out)} of "
+        f"{len(list(FIXTURE_PATCHES.glob('*.patch')))} do not apply")
+    return out
+
+
 def run_check(ksrc=None, flavour="debug"):
     src = tree.check_ksrc(ksrc) if ksrc else tree.DEFAULT_TREE
     if not (src / ".git").exists():
@@ -98,6 +117,7 @@ def run_check(ksrc=None, flavour="debug"):
         problems += checkpatch(src, patches)
     else:
         say("  no patches listed in series/series")
+    problems += fixtures_apply(src)
     changed = changed_lines(src)
     dirs = touched_dirs(changed)
     say(f"== W=1 build of {', '.join(d + '/' for d in dirs) or 'nothing (no .c files touched)'}")

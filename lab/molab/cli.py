@@ -108,6 +108,10 @@ def build_parser():
                    help="restrict to these suites (default kunit,migration,<guest suites>)")
     s.add_argument("--skip-setup", action="store_true", help="do not run lab/setup.sh")
     s.add_argument("--skip-unit", action="store_true", help="do not run the host unit tests")
+    s.add_argument("--break", dest="break_patch", metavar="PATCH",
+                   default=os.environ.get("BREAK") or None,
+                   help="test the series plus this patch instead (build/broken), to prove "
+                        "that the suites catch it: the run must fail (env BREAK)")
 
     s = sub.add_parser("check", help="checkpatch + W=1 build of the touched directories")
     _add_kernel_opts(s, variant=False)
@@ -244,9 +248,14 @@ def cmd_test(a):
     with timer.step("tree"):
         say("== tree")
         tree.ensure_tree(a.ksrc)
+    variant = "patched"
+    if a.break_patch:
+        variant = "broken"
+        say(f"== broken tree (BREAK={a.break_patch}): this run must FAIL")
+        tree.ensure_broken(tree.source_for("patched", a.ksrc), a.break_patch)
     with timer.step("build"):
-        say(f"== kernel patched-{a.flavour}")
-        kb = kernel.ensure("patched", a.flavour, a.ksrc)
+        say(f"== kernel {variant}-{a.flavour}")
+        kb = kernel.ensure(variant, a.flavour, a.ksrc)
     with timer.step("initramfs"):
         say("== initramfs")
         initramfs.build(kb)

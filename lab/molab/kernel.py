@@ -91,7 +91,7 @@ def out_dir(variant, flavour):
 
 def fragments(variant, flavour):
     frags = [CONFIGS / "base.config", CONFIGS / f"{flavour}.config"]
-    if variant == "patched":
+    if variant in ("patched", "broken"):
         # Options that only exist with the series: all flavours, then this one.
         for extra in ("patched.config", f"patched-{flavour}.config"):
             if (CONFIGS / extra).exists():

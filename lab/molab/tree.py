@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .errors import LabError
-from .util import (DEFAULT_TREE, SERIES, VANILLA_TREE, git, read_makefile_version,
+from .util import (BROKEN_TREE, DEFAULT_TREE, SERIES, VANILLA_TREE, git, read_makefile_version,
                    rel, run, say)
 
 TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
@@ -240,13 +240,43 @@ def ensure_tree(ksrc=None, reset=False):
     return t
 
 
+def ensure_broken(tree, patch):
+    """The detached worktree build/broken: the series' head plus ``patch``.
+
+    Recreated from the series every time, so that only this patch differs.
+    """
+    patch = Path(patch).resolve()
+    if not patch.is_file():
+        raise LabError(f"BREAK={patch}: no such patch file", "give a patch file path")
+    head = git(tree, "rev-parse", "HEAD", what="git rev-parse HEAD")
+    if not (BROKEN_TREE / ".git").exists():
+        git(tree, "worktree", "prune", check=False)
+        git(tree, "worktree", "add", "--detach", str(BROKEN_TREE), head,
+            what="git worktree add build/broken")
+    git(BROKEN_TREE, "checkout", "-q", "--detach", "-f", head, what="git checkout (build/broken)")
+    git(BROKEN_TREE, "clean", "-fdq", check=False)
+    r = subprocess.run(["git", "-C", str(BROKEN_TREE), "apply", str(patch)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["git apply failed"])[-1]
+        raise LabError(f"{rel(patch)} does not apply to the series: {last}",
+                       "regenerate it against build/linux (git diff > patch)")
+    say(f"  broken worktree {rel(BROKEN_TREE)}: series {head[:12]} + {patch.name}")
+    return BROKEN_TREE
+
+
 def source_for(variant, ksrc=None):
-    """Source tree for a variant: the patched tree, or the vanilla worktree."""
+    """Source tree for a variant: the patched tree, or the vanilla or broken worktree."""
     t = check_ksrc(ksrc) if ksrc else DEFAULT_TREE
     if not t.exists():
         raise LabError(f"kernel tree {rel(t)} does not exist", "run 'make tree' first")
     if variant == "vanilla":
         return ensure_vanilla(t)
+    if variant == "broken":
+        if not (BROKEN_TREE / ".git").exists():
+            raise LabError(f"{rel(BROKEN_TREE)} does not exist",
+                           "make it with 'make test BREAK=<patch>'")
+        return BROKEN_TREE
     return t
 
 

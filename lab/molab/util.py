@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 DEFAULT_TREE = BUILD / "linux"
 VANILLA_TREE = BUILD / "vanilla"
+BROKEN_TREE = BUILD / "broken"     # the series plus a fixture patch (make test BREAK=)
 OUT = BUILD / "out"
 RESULTS = BUILD / "results"
 CCACHE = BUILD / "ccache"
@@ -22,7 +23,7 @@ SERIES = ROOT / "series"
 GUEST = ROOT / "guest"
 KBUILD_LOCK = Path("/tmp/mo-kbuild.lock")
 
-VARIANTS = ("patched", "vanilla")
+VARIANTS = ("patched", "vanilla", "broken")
 FLAVOURS = ("debug", "perf")
 
 

@@ -165,3 +165,28 @@ def test_create_tree_from_tarball(tmp_path, monkeypatch):
     tree.ensure_tree(reset=True)
     assert "series-before-reset-" in git(t, "branch")
     assert "line three" in (t / "mm" / "migrate.c").read_text()
+
+
+def test_broken_worktree_is_the_series_plus_the_patch(repo, tmp_path, monkeypatch):
+    broken = tmp_path / "broken"
+    monkeypatch.setattr(tree, "BROKEN_TREE", broken)
+    (repo / "mm" / "migrate.c").write_text((repo / "mm" / "migrate.c").read_text()
+                                           .replace("line 7\n", "line seven\n"))
+    git(repo, "commit", "-qam", "mm: the series")
+    patch = tmp_path / "break.patch"
+    patch.write_text("A note git apply skips.\n\n" + git(repo, "diff", "HEAD~1", "HEAD")
+                     .replace("line seven", "line SEVEN"))
+    with pytest.raises(LabError, match="does not apply to the series"):
+        tree.ensure_broken(repo, patch)          # written against base, not the series
+    good = tmp_path / "good.patch"
+    (repo / "mm" / "migrate.c").write_text((repo / "mm" / "migrate.c").read_text()
+                                           .replace("line seven\n", "line seven broken\n"))
+    good.write_text(git(repo, "diff"))
+    git(repo, "checkout", "-q", "--", ".")
+    assert tree.ensure_broken(repo, good) == broken
+    assert "line seven broken\n" in (broken / "mm" / "migrate.c").read_text()
+    assert "line seven broken" not in (repo / "mm" / "migrate.c").read_text()
+    # a second run starts again from the series, not from the last broken tree
+    (broken / "mm" / "stray.c").write_text("x")
+    tree.ensure_broken(repo, good)
+    assert not (broken / "mm" / "stray.c").exists()
