@@ -44,6 +44,22 @@ vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 # kv FILE KEY: the value of KEY=value lines in FILE.
 kv() { sed -n "s/^$2=//p" "$1"; }
 
+# tap_passed FILE: the TAP 13 output of a test program in FILE ran and
+# passed: a plan "1..N", N results, every one "ok" and none with a SKIP
+# directive ("ok 3 name # SKIP why", as the kselftest harness prints it: a
+# skip exits 0 there). Prints one diagnostic line with the counts.
+tap_passed() {
+	awk '
+	/^1\.\.[0-9]+/ { plan = substr($1, 4) + 0; planned = 1 }
+	/^not ok/ { fail++; next }
+	/^ok / { if ($0 ~ /[ \t]#[ \t]*[Ss][Kk][Ii][Pp]/) skip++; else pass++ }
+	END {
+		printf "# tap: %d passed, %d failed, %d skipped, plan %s\n",
+			pass, fail, skip, planned ? plan : "none"
+		exit !(planned && pass > 0 && !fail && !skip && pass == plan)
+	}' "$1"
+}
+
 # MO_<NAME>=<value> arguments (the lab's mo.args) become environment.
 for _a in "$@"; do
 	case $_a in

@@ -54,3 +54,42 @@ def test_init_is_posix_sh_syntax():
     sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(INIT)] or ["sh", "-n", str(INIT)]
     r = subprocess.run(sh, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+MO_LIB = ROOT / "guest" / "lib" / "mo_lib.sh"
+
+PASS3 = "TAP version 13\n1..3\n# Starting 3 tests\nok 1 a.x\nok 2 a.y\nok 3 a.z\n# Totals: pass:3\n"
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("tap,passed", [
+    (PASS3, True),
+    # The kselftest harness exits 0 for these: every or some variant skipped.
+    ("1..2\nok 1 a.x # SKIP no 2M THP\nok 2 a.y # SKIP no 2M THP\n", False),
+    ("1..2\nok 1 a.x\nok 2 a.y #  SKIP fewer than two nodes\n", False),
+    ("1..2\nok 1 a.x\nnot ok 2 a.y\n", False),
+    # Crashed after the first result; no plan; no result at all.
+    ("1..3\nok 1 a.x\n", False),
+    ("ok 1 a.x\n", False),
+    ("1..0\n", False),
+    # "#" diagnostics and a test whose name says skip are not directives.
+    ("1..2\n# ok 7 nested\nok 1 a.skip_huge\nok 2 b\n", True),
+])
+def test_tap_passed(tmp_path, tap, passed):
+    (tmp_path / "log").write_text(tap)
+    lib = MO_LIB.read_text()
+    m = re.search(r"^tap_passed\(\) {.*?^}\n", lib, re.S | re.M)
+    assert m
+    r = subprocess.run([BUSYBOX, "sh", "-c", m.group(0) + f"tap_passed '{tmp_path / 'log'}'"],
+                       capture_output=True, text=True)
+    assert (r.returncode == 0) == passed, r.stdout + r.stderr
+    assert r.stdout.startswith("# tap: ")
+
+
+@pytest.mark.parametrize("script", ["lib/mo_lib.sh", "suites/dma_faults", "suites/engine_cycles",
+                                    "suites/engine_integrity", "suites/migration_batched"])
+def test_guest_script_is_posix_sh_syntax(script):
+    path = ROOT / "guest" / script
+    sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(path)] or ["sh", "-n", str(path)]
+    r = subprocess.run(sh, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
