@@ -217,25 +217,67 @@ def _alias_line(summary):
             f"software TLB as much as the kernel")
 
 
+# The alias check's ratio above which 2M figures measure the emulator (about
+# 1.0 on hardware, 4-13 under QEMU TCG).
+ALIAS_ARTEFACT = 1.5
+
+
+def goal_verdict(r, goal):
+    """met / missed / inconclusive for one cell against ``goal``.
+
+    "met" only when the whole per-round range clears the goal both against
+    vanilla and against none in the same boot (both minima >= goal);
+    "missed" only when both whole ranges lie below it (both maxima < goal);
+    anything else, or a missing figure, is "inconclusive".
+    """
+    keys = ("ratio_min", "ratio_max", "vs_none_min", "vs_none_max")
+    if any(r.get(k) is None for k in keys):
+        return "inconclusive"
+    if r["ratio_min"] >= goal and r["vs_none_min"] >= goal:
+        return "met"
+    if r["ratio_max"] < goal and r["vs_none_max"] < goal:
+        return "missed"
+    return "inconclusive"
+
+
 def goals(summary):
-    """The issue's goals, as measured (never asserted)."""
+    """The goals, as measured (never asserted), by goal_verdict(). At 2M,
+    while the alias check shows the emulator artefact, a cell is
+    "inconclusive: emulator", never met or missed."""
     out = []
-    two_m = [r for r in summary["throughput"]
-             if r["config"] == "mtcopy-2" and r["folio_kb"] == 2048 and r["ratio_median"]]
+    alias = summary.get("alias")
+    aliased = bool(alias and alias["median"] >= ALIAS_ARTEFACT)
+
+    def judge(r, goal):
+        if aliased and r["folio_kb"] == 2048:
+            return "inconclusive: emulator"
+        return goal_verdict(r, goal)
+
     def spread(r):
         txt = f"[{r['ratio_min']:.2f}..{r['ratio_max']:.2f}] over {r['ratio_pairs']} round(s)"
         if r.get("vs_none_median") is not None:
-            txt += f"; {r['vs_none_median']:.2f}x none in the same boot"
+            txt += (f"; {r['vs_none_median']:.2f}x none in the same boot "
+                    f"[{r['vs_none_min']:.2f}..{r['vs_none_max']:.2f}]")
         return txt
+    two_m = [r for r in summary["throughput"]
+             if r["config"] == "mtcopy-2" and r["folio_kb"] == 2048 and r["ratio_median"]]
     for r in two_m:
         out.append(f"2M folios to node {r['to']}: mtcopy-2 at {r['ratio_median']:.2f}x vanilla "
-                   f"{spread(r)} (goal >= 1.5x: {'met' if r['ratio_median'] >= 1.5 else 'missed'})")
+                   f"{spread(r)} (goal >= 1.5x: {judge(r, 1.5)})")
     cpu = [r for r in summary["throughput"] if r["config"] == "cpu" and r["ratio_median"]]
     if cpu:
-        worst = min(cpu, key=lambda r: r["ratio_median"])
-        out.append(f"built-in cpu: lowest {worst['ratio_median']:.2f}x vanilla at "
-                   f"{worst['folio_kb']}K to node {worst['to']} {spread(worst)} (goal >= 0.97x "
-                   f"everywhere: {'met' if worst['ratio_median'] >= 0.97 else 'missed'})")
+        cells = [(judge(r, 0.97), r) for r in cpu]
+        judged = [(v, r) for v, r in cells if not v.startswith("inconclusive: emulator")]
+        rank = {"missed": 0, "inconclusive": 1, "met": 2}
+        if judged:
+            v, worst = min(judged, key=lambda x: (rank[x[0]], x[1]["ratio_median"]))
+        else:
+            v, worst = cells[0]
+        skipped = len(cells) - len(judged)
+        note = f"; {skipped} 2M cell(s) not judged: emulator" if skipped else ""
+        out.append(f"built-in cpu: {'worst' if judged else 'only'} cell {worst['ratio_median']:.2f}x "
+                   f"vanilla at {worst['folio_kb']}K to node {worst['to']} {spread(worst)} "
+                   f"(goal >= 0.97x everywhere: {v}{note})")
     if not out:
         out.append("goals: no vanilla/patched pairs to compare")
     return out
