@@ -40,7 +40,8 @@ def alternate(builds, suite, args="", rounds=3, accel="multi", smp=2, files=None
     ``builds`` maps a name to a KernelBuild (or to a (bzImage, initrd) pair);
     ``files`` ({guest path: bytes|str|Path}) are added to every boot's
     initramfs. Returns the BootResults in boot order, each with ``.label``
-    set to "<name>-r<round>".
+    set to "<name>-r<round>" and ``.retried`` listing the earlier attempts of
+    that slot that ended in the excused emulator fault (kept, never hidden).
     """
     top = RESULTS / f"{label}-{utc_stamp()}"
     top.mkdir(parents=True, exist_ok=True)
@@ -56,6 +57,7 @@ def alternate(builds, suite, args="", rounds=3, accel="multi", smp=2, files=None
         order = names if r % 2 == 0 else names[::-1]
         for name in order:
             kern, initrd = images[name]
+            earlier = []
             for attempt in range(emulator_retries + 1):
                 run_label = f"{name}-r{r}" + (f"-retry{attempt}" if attempt else "")
                 spec = qemu.BootSpec(kernel=kern, initrd=initrd, suites=[suite], args=args,
@@ -67,5 +69,7 @@ def alternate(builds, suite, args="", rounds=3, accel="multi", smp=2, files=None
                 say(f"  {run_label}: {res.summary.status} in {time.monotonic() - t0:.0f}s")
                 if res.summary.console_status != STATUS_EMULATOR:
                     break
+                earlier.append(res)
+            res.retried = earlier[:-1] if earlier and earlier[-1] is res else earlier
             results.append(res)
     return results

@@ -348,9 +348,7 @@ def cmd_bench(a):
     args = " ".join(x for x in (f"MO_BENCH={'quick' if a.quick else 'full'}", a.args) if x)
     timer = Timer()
     with timer.step("setup"):
-        say("== setup (lab/setup.sh)")
-        if os.geteuid() == 0:
-            subprocess.run(["sh", str(ROOT / "lab/setup.sh")], check=False)
+        run_setup()      # a failed setup stops the bench with its reason
     with timer.step("tree"):
         tree.ensure_tree(a.ksrc)
     with timer.step("build"):
@@ -363,22 +361,57 @@ def cmd_bench(a):
         say(f"== {rounds} round(s) of alternating boots (multi-threaded TCG), suite bench: {args}")
         runs = bench.alternate(builds, "bench", args=args, rounds=rounds, accel="multi",
                                smp=a.smp)
-    records, problems = [], []
+    records, problems, boots = [], [], []
     for res in runs:
         variant, rnd = res.label.split("-r")[0], int(res.label.split("-r")[1].split("-")[0])
         f = res.files.get("bench.jsonl")
+        boots.append(_boot_record(res))
         if not res.ok:
-            problems.append(f"{res.label}: {res.summary.status} ({rel(res.console_log)})")
+            # A boot with findings measured a kernel in trouble: its figures
+            # stay out of the tables and the boot is listed instead.
+            problems.append(f"{res.label}: {res.summary.status}, excluded from the tables "
+                            f"({rel(res.console_log)})")
+            continue
         if f is None:
             problems.append(f"{res.label}: no bench.jsonl came back")
             continue
         records += bench_report.load_records(Path(f), variant, rnd)
     top = runs[0].results_dir.parent
     summary = _bench_outputs(top, {"facts": facts, "args": args, "rounds": rounds,
-                                   "records": records, "problems": problems})
+                                   "records": records, "problems": problems, "boots": boots})
     say(f"timings: {timer.report()}")
     bad = summary["records_with_bad_bytes"]
     return EXIT_FAIL if (problems or bad or not records) else EXIT_OK
+
+
+def _boot_record(res):
+    """One boot of a bench, with its findings and every retried attempt."""
+    def one(r):
+        return {"label": r.label, "status": r.summary.status, "ok": r.ok,
+                "console_log": rel(r.console_log),
+                "findings": [{"kind": f.kind, "line": f.line_no, "text": f.text,
+                              "rip": f.rip, "excuse": f.excuse} for f in r.report.findings],
+                "problems": [l for l in r.summary.lines()[:-1] if not l.startswith("PASS")]}
+    return {**one(res), "retried": [one(r) for r in getattr(res, "retried", [])]}
+
+
+def _boot_lines(boots, md=False):
+    """The boots of a run: which were excluded for findings, which were retried."""
+    if not boots:
+        return []
+    bad = [b for b in boots if not b["ok"]]
+    retried = [b for b in boots if b["retried"]]
+    out = ["", ("### Boots" if md else "== boots") +
+           f": {len(boots)}, {len(bad)} excluded from the tables for findings, "
+           f"{sum(len(b['retried']) for b in boots)} retried attempt(s)"]
+    for b in bad + retried:
+        for a in [*b["retried"], b] if b in retried else [b]:
+            what = "; ".join(f"{f['kind']}: {f['text']}" + (f" at {f['rip']}" if f["rip"] else "")
+                             + (f" [{f['excuse']}]" if f["excuse"] else "")
+                             for f in a["findings"][:4]) or "; ".join(a["problems"][:2])
+            out.append(f"{'- ' if md else '  '}{a['label']}: {a['status']}"
+                       f"{' (excluded)' if not a['ok'] else ''}: {what} ({a['console_log']})")
+    return out
 
 
 def _bench_outputs(top, run):
@@ -391,9 +424,10 @@ def _bench_outputs(top, run):
     (top / "bench.json").write_text(json.dumps(run, indent=1) + "\n")
     bench_report.write_csv(summary, top / "throughput.csv")
     pngs = bench_report.plots(summary, top)
-    lines = bench_report.text_tables(summary)
+    lines = bench_report.text_tables(summary) + _boot_lines(run.get("boots"))
     (top / "report.txt").write_text("\n".join(lines) + "\n")
-    (top / "report.md").write_text("\n".join(bench_report.markdown_tables(summary)) + "\n")
+    (top / "report.md").write_text("\n".join(bench_report.markdown_tables(summary)
+                                             + _boot_lines(run.get("boots"), md=True)) + "\n")
     say("")
     for line in lines:
         say(line)

@@ -168,3 +168,20 @@ def test_goal_at_2m_is_inconclusive_when_the_emulator_aliases():
     # cpu: the 4K cell decides (missed); the 2M cell is never judged under aliasing
     assert "(goal >= 0.97x everywhere: missed; 1 2M cell(s) not judged: emulator)" in text
     assert "at 4K" in text
+
+
+def test_boots_with_findings_and_retries_are_listed():
+    from lab.molab import cli
+    f = {"kind": "emulator-fault", "line": 9, "text": "Oops: int3: 0000", "rip": "f+0x4/0x80",
+         "excuse": "jump-label site"}
+    boots = [{"label": "patched-r0", "status": "PASS", "ok": True, "console_log": "a.log",
+              "findings": [], "problems": [],
+              "retried": [{"label": "patched-r0", "status": "EMULATOR-FAULT", "ok": False,
+                           "console_log": "b.log", "findings": [f], "problems": []}]},
+             {"label": "vanilla-r0", "status": "FAIL", "ok": False, "console_log": "c.log",
+              "findings": [{"kind": "warning", "line": 3, "text": "WARNING: x", "rip": "",
+                            "excuse": ""}], "problems": [], "retried": []}]
+    text = "\n".join(cli._boot_lines(boots))
+    assert "2, 1 excluded from the tables for findings, 1 retried attempt(s)" in text
+    assert "vanilla-r0: FAIL (excluded): warning: WARNING: x (c.log)" in text
+    assert "patched-r0: EMULATOR-FAULT (excluded): emulator-fault: Oops: int3: 0000 at f+0x4/0x80" in text
