@@ -5,6 +5,7 @@
  *
  *   mo_migrate [options]            one move of a fresh buffer, then report
  *   mo_migrate --storm SECONDS ...  threads keep moving it around all nodes
+ *                                   while other threads keep rewriting it
  *
  * Used by the engine test suites of the migrate-offload lab; runs unchanged
  * on any NUMA machine (as root, for the mTHP sysfs files).
@@ -59,9 +60,12 @@ static void usage(int code)
 	       "      --from NODE      node the buffer starts on (default 0)\n"
 	       "      --to NODE        node to move it to (default 1)\n"
 	       "      --storm SECONDS  keep moving it around all memory nodes with\n"
-	       "                       --threads threads, checking it after every move,\n"
-	       "                       for SECONDS or until SIGTERM\n"
-	       "  -t, --threads N      storm threads (default 2)\n"
+	       "                       --threads mover threads while as many writer\n"
+	       "                       threads rewrite it page by page, each page\n"
+	       "                       checked against its last generation before\n"
+	       "                       every rewrite, for SECONDS or until SIGTERM;\n"
+	       "                       SIGUSR1 closes a window (see storm_windows)\n"
+	       "  -t, --threads N      movers, and writers (default 2)\n"
 	       "Prints key=value lines; exit 0 if every byte survived, 1 if not,\n"
 	       "2 on a setup error.\n");
 	exit(code);
@@ -124,35 +128,50 @@ static void set_folio_size(size_t kb)
 	}
 }
 
-/* The byte at @off of the buffer in generation @gen. */
-static inline uint8_t pattern(size_t off, unsigned int gen)
+/*
+ * The 8 bytes at @off (a multiple of 8) of the buffer in generation @gen:
+ * they depend on the page, the offset in it and the generation, and no two
+ * generations give the same word at the same offset (the multiplier of
+ * @gen is odd), so a stale copy of a page never passes for the current one.
+ */
+static inline uint64_t pattern64(size_t off, unsigned int gen)
 {
-	uint64_t x = (off >> 3) * 0x9e3779b97f4a7c15ULL + gen * 0xff51afd7ed558ccdULL;
-
-	return (uint8_t)(x >> (8 * (off & 7)));
+	return (off >> 3) * 0x9e3779b97f4a7c15ULL + gen * 0xff51afd7ed558ccdULL;
 }
 
-/* Fill @len bytes at @buf, which is at offset @base of the buffer. */
+/* The byte at @off of the buffer in generation @gen (little endian). */
+static inline uint8_t pattern(size_t off, unsigned int gen)
+{
+	return (uint8_t)(pattern64(off & ~(size_t)7, gen) >> (8 * (off & 7)));
+}
+
+/* Fill @len bytes at @buf, which is at offset @base of the buffer; whole words. */
 static void fill(uint8_t *buf, size_t base, size_t len, unsigned int gen)
 {
+	uint64_t *w = (uint64_t *)buf;
 	size_t i;
 
-	for (i = 0; i < len; i++)
-		buf[i] = pattern(base + i, gen);
+	for (i = 0; i < len / 8; i++)
+		w[i] = pattern64(base + 8 * i, gen);
 }
 
 /* Number of bad bytes; reports the first. */
 static size_t check(const uint8_t *buf, size_t base, size_t len,
 		    unsigned int gen, const char *when)
 {
-	size_t i, bad = 0;
+	const uint64_t *w = (const uint64_t *)buf;
+	size_t i, j, bad = 0;
 
-	for (i = 0; i < len; i++) {
-		if (buf[i] == pattern(base + i, gen))
+	for (i = 0; i < len / 8; i++) {
+		if (w[i] == pattern64(base + 8 * i, gen))
 			continue;
-		if (!bad++)
-			printf("corrupt: %s: byte %zu is %#x, want %#x\n", when,
-			       base + i, buf[i], pattern(base + i, gen));
+		for (j = 8 * i; j < 8 * i + 8; j++) {
+			if (buf[j] == pattern(base + j, gen))
+				continue;
+			if (!bad++)
+				printf("corrupt: %s: byte %zu is %#x, want %#x\n",
+				       when, base + j, buf[j], pattern(base + j, gen));
+		}
 	}
 	return bad;
 }
@@ -219,73 +238,208 @@ struct storm {
 	uint8_t *buf;
 	size_t off, len;
 	int id;
-	unsigned long moves;
+	/* Mover: added to while main reads them (windows): atomics. */
+	unsigned long moves, pages_asked, pages_moved, errors;
+	/* Writer: the generation each page of the slice holds now. */
+	unsigned int *gens;
+	unsigned long writes;
 	size_t bad;
 };
 
 static volatile sig_atomic_t stop;
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
+#define ADD(p, v) __atomic_add_fetch(p, v, __ATOMIC_RELAXED)
+#define GET(p) __atomic_load_n(p, __ATOMIC_RELAXED)
 
-/* Each thread owns a slice: moves it around all nodes, rewrites, checks. */
-static void *storm_fn(void *arg)
+/*
+ * Each mover owns a slice and keeps moving it on to the next node. Counts
+ * the pages asked to move and those that did (on the target now, on
+ * another node before); a failed move_pages() call is an error.
+ */
+static void *mover_fn(void *arg)
 {
 	struct storm *s = arg;
-	unsigned int gen = 0;
+	size_t n = s->len / page_size, i, moved;
+	void **pages = malloc(n * sizeof(*pages));
+	int *nodev = malloc(n * sizeof(*nodev));
+	int *status = malloc(n * sizeof(*status));
+	int *where = malloc(n * sizeof(*where));
 	int k = s->id;
 
-	while (!stop && !s->bad) {
+	if (!pages || !nodev || !status || !where)
+		die("malloc");
+	for (i = 0; i < n; i++)
+		pages[i] = s->buf + s->off + i * page_size;
+	if (move_pages(0, n, pages, NULL, where, 0) < 0)
+		die("move_pages(query)");
+	while (!stop) {
 		int node = nodes[k++ % nr_nodes];
-		char when[64];
 
-		move(s->buf + s->off, s->len, node, NULL);
-		snprintf(when, sizeof(when), "thread %d, move %lu to node %d",
-			 s->id, s->moves, node);
-		s->bad += check(s->buf + s->off, s->off, s->len, gen, when);
-		gen++;
-		fill(s->buf + s->off, s->off, s->len, gen);
-		s->moves++;
+		for (i = 0; i < n; i++)
+			nodev[i] = node;
+		if (move_pages(0, n, pages, nodev, status, MPOL_MF_MOVE) < 0 ||
+		    move_pages(0, n, pages, NULL, status, 0) < 0) {
+			if (ADD(&s->errors, 1) == 1)
+				printf("error: mover %d, move to node %d: %s\n",
+				       s->id, node, strerror(errno));
+			continue;
+		}
+		for (i = moved = 0; i < n; i++) {
+			moved += status[i] == node && where[i] != node;
+			where[i] = status[i];
+		}
+		ADD(&s->pages_asked, n);
+		ADD(&s->pages_moved, moved);
+		ADD(&s->moves, 1);
+	}
+	free(pages);
+	free(nodev);
+	free(status);
+	free(where);
+	return NULL;
+}
+
+/*
+ * Each writer owns a slice and rewrites it page by page, forever, while
+ * the movers migrate it: before a page gets its next generation, every
+ * byte of it must still hold the last generation written to it.
+ */
+static void *writer_fn(void *arg)
+{
+	struct storm *s = arg;
+	size_t n = s->len / page_size, p;
+	char when[64];
+
+	while (!stop && !s->bad) {
+		for (p = 0; p < n && !stop; p++) {
+			size_t off = s->off + p * page_size;
+
+			snprintf(when, sizeof(when), "writer %d, generation %u",
+				 s->id, s->gens[p]);
+			s->bad += check(s->buf + off, off, page_size, s->gens[p], when);
+			if (s->bad)
+				break;
+			fill(s->buf + off, off, page_size, ++s->gens[p]);
+			/*
+			 * A pause every 32 pages leaves CPU time to the movers
+			 * and to whatever the suite does meanwhile (under
+			 * emulation all vCPUs share one host thread), while
+			 * the writes keep reaching pages under migration.
+			 */
+			if (!(++s->writes % 32))
+				nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		}
 	}
 	return NULL;
 }
 
+/* Pages moved so far by all movers (while they run). */
+static unsigned long pages_moved(const struct storm *st)
+{
+	unsigned long v = 0;
+	int i;
+
+	for (i = 0; i < nr_threads; i++)
+		v += GET(&st[i].pages_moved);
+	return v;
+}
+
+/*
+ * Movers and writers on the same slices until SIGTERM/SIGINT or the time is
+ * up. Each SIGUSR1 closes a window (the suite sends one per cycle of
+ * whatever it does meanwhile): storm_empty_windows counts the windows in
+ * which no page moved, storm_min_window_pages the fewest pages moved in one.
+ */
 static int run_storm(void)
 {
 	struct storm st[16];
-	pthread_t tid[16];
-	struct timespec ts = { (time_t)storm_secs,
-			       (long)((storm_secs - (time_t)storm_secs) * 1e9) };
-	size_t slice, bad = 0;
-	unsigned long moves = 0;
+	pthread_t mover[16], writer[16];
+	struct timespec end, now, left;
+	unsigned long windows = 0, empty = 0, min_win = ~0UL, prev = 0, cur;
+	unsigned long moves = 0, asked = 0, moved = 0, errors = 0, writes = 0;
+	size_t slice, bad = 0, p;
 	uint8_t *buf = alloc_buf();
-	int i;
+	sigset_t sigs;
+	int i, sig;
 
 	if (nr_threads < 1 || nr_threads > 16)
 		usage(2);
 	slice = buf_len / nr_threads / page_size * page_size;
 	for (i = 0; i < nr_threads; i++) {
-		st[i] = (struct storm){ buf, i * slice, slice, i, 0, 0 };
+		st[i] = (struct storm){ .buf = buf, .off = i * slice, .len = slice, .id = i };
+		st[i].gens = calloc(slice / page_size, sizeof(*st[i].gens));
+		if (!st[i].gens)
+			die("calloc");
 		fill(buf + st[i].off, st[i].off, slice, 0);
 	}
-	/* SIGTERM/SIGINT end the storm early, with the usual report. */
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
+	/* Only the main thread takes these, with sigtimedwait(). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	for (i = 0; i < nr_threads; i++)
-		if (pthread_create(&tid[i], NULL, storm_fn, &st[i]))
+		if (pthread_create(&mover[i], NULL, mover_fn, &st[i]) ||
+		    pthread_create(&writer[i], NULL, writer_fn, &st[i]))
 			die("pthread_create");
-	while (!stop && nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	printf("storm_ready=1\n");
+	fflush(stdout);
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)storm_secs;
+	end.tv_nsec += (long)((storm_secs - (time_t)storm_secs) * 1e9);
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left.tv_sec = end.tv_sec - now.tv_sec;
+		left.tv_nsec = end.tv_nsec - now.tv_nsec;
+		if (left.tv_nsec < 0) {
+			left.tv_sec--;
+			left.tv_nsec += 1000000000L;
+		}
+		if (left.tv_sec < 0)
+			break;
+		sig = sigtimedwait(&sigs, NULL, &left);
+		if (sig < 0 && errno == EINTR)
+			continue;
+		if (sig != SIGUSR1)
+			break;	/* SIGTERM, SIGINT or time up */
+		cur = pages_moved(st);
+		windows++;
+		empty += cur == prev;
+		if (cur - prev < min_win)
+			min_win = cur - prev;
+		prev = cur;
+	}
 	stop = 1;
 	for (i = 0; i < nr_threads; i++) {
-		pthread_join(tid[i], NULL);
+		pthread_join(mover[i], NULL);
+		pthread_join(writer[i], NULL);
 		moves += st[i].moves;
-		bad += st[i].bad;
+		asked += st[i].pages_asked;
+		moved += st[i].pages_moved;
+		errors += st[i].errors;
+		writes += st[i].writes;
 	}
-	printf("storm_moves=%lu\nbad_bytes=%zu\n", moves, bad);
+	/* Every page must hold the generation its writer wrote last. */
+	for (i = 0; i < nr_threads; i++) {
+		bad += st[i].bad;
+		for (p = 0; !st[i].bad && p < slice / page_size; p++) {
+			size_t off = st[i].off + p * page_size;
+
+			bad += check(buf + off, off, page_size, st[i].gens[p],
+				     "at the end");
+		}
+	}
+	printf("storm_moves=%lu\nstorm_pages_asked=%lu\nstorm_pages_moved=%lu\n"
+	       "storm_move_errors=%lu\nstorm_page_writes=%lu\n",
+	       moves, asked, moved, errors, writes);
+	printf("storm_windows=%lu\nstorm_empty_windows=%lu\nstorm_min_window_pages=%lu\n",
+	       windows, empty, windows ? min_win : 0);
+	printf("bad_bytes=%zu\n", bad);
 	return bad ? 1 : 0;
 }
 
@@ -304,6 +458,7 @@ int main(int argc, char **argv)
 	};
 	long long before[NR_STATS], after[NR_STATS];
 	size_t i, on, busy, bad;
+	unsigned long mask;
 	struct timespec t0, t1;
 	uint8_t *buf;
 	int c;
@@ -329,8 +484,18 @@ int main(int argc, char **argv)
 	if (storm_secs > 0)
 		return run_storm();
 
+	/*
+	 * Fault the buffer in on --from, so that the placement move moves
+	 * nothing as a rule and counters read around the whole run (as the
+	 * suites read the engines' own) are those of the measured move.
+	 */
+	mask = 1UL << from_node;
+	if (set_mempolicy(MPOL_PREFERRED, &mask, sizeof(mask) * 8))
+		die("set_mempolicy");
 	buf = alloc_buf();
 	fill(buf, 0, buf_len, 0);
+	if (set_mempolicy(MPOL_DEFAULT, NULL, 0))
+		die("set_mempolicy(default)");
 	on = move(buf, buf_len, from_node, NULL);
 	if (on != buf_len / page_size)
 		printf("note: only %zu of %zu pages placed on node %d\n", on,
