@@ -39,7 +39,8 @@ def test_skipped_absent_and_corrupt_records():
             rec("patched", 0, "cpu", 4, 1.0, bad_bytes=3)]
     s = br.summarize(recs)
     assert [r["config"] for r in s["throughput"]] == ["cpu", "vanilla"]
-    assert s["absent"] == [{"variant": "patched", "config": "dcbm-4"}]
+    assert s["absent"] == [{"variant": "patched", "config": "dcbm-4", "rounds": [0],
+                           "reason": ""}]
     assert s["records_with_bad_bytes"] == 1
 
 
@@ -119,7 +120,7 @@ def test_markdown_tables():
     md = br.markdown_tables(br.summarize(recs))
     assert "| config | 4K | 2048K |" in md
     assert "| vanilla | 1.500 +- 0.707 | 1.500 +- 0.707 |" in md
-    assert "| mtcopy-2 | - | 3.00 [3.00..3.00] / 3.00 |" in md
+    assert "| mtcopy-2 | - | 3.00 [3.00..3.00] / 3.00 [3.00..3.00] |" in md
     assert "| none | 1.00 [1.00..1.00] | 1.00 [1.00..1.00] |" in md
     assert md[-1].startswith("- ") and "goal >= 0.97x" not in md[-1]
 
@@ -185,3 +186,196 @@ def test_boots_with_findings_and_retries_are_listed():
     assert "2, 1 excluded from the tables for findings, 1 retried attempt(s)" in text
     assert "vanilla-r0: FAIL (excluded): warning: WARNING: x (c.log)" in text
     assert "patched-r0: EMULATOR-FAULT (excluded): emulator-fault: Oops: int3: 0000 at f+0x4/0x80" in text
+
+
+# ---- goals: met only if the whole range clears it, vs vanilla and vs none
+
+def _rounds(cfg, kb, to, van, none, eng, **kw):
+    """Records of len(van) rounds: vanilla, none and one engine per round."""
+    out = []
+    for rnd, (v, n, e) in enumerate(zip(van, none, eng)):
+        out += [rec("vanilla", rnd, "vanilla", kb, v, to=to, **kw),
+                rec("patched", rnd, "none", kb, n, to=to, **kw),
+                rec("patched", rnd, cfg, kb, e, to=to, **kw)]
+    return out
+
+
+def _alias(penalty, boots=2):
+    out = []
+    for rnd in range(boots):
+        out += [{"mode": "alias", "layout": "2m_apart", "ns_per_word": 5.0 * penalty,
+                 "variant": "patched", "round": rnd},
+                {"mode": "alias", "layout": "shifted", "ns_per_word": 5.0,
+                 "variant": "patched", "round": rnd}]
+    return out
+
+
+def test_goal_second_run_of_2026_11_22_is_inconclusive():
+    # The row printed as "met" that day: 1.52x [0.11..1.69] vanilla, 0.80x none.
+    row = {"config": "mtcopy-2", "folio_kb": 2048, "to": 1, "ratio_median": 1.52,
+           "ratio_min": 0.11, "ratio_max": 1.69, "ratio_pairs": 3, "vs_none_median": 0.80,
+           "vs_none_min": 0.39, "vs_none_max": 1.08}
+    text = "\n".join(br.goals({"throughput": [row]}))
+    assert "(goal >= 1.5x: inconclusive" in text
+    assert "met)" not in text and ": met" not in text
+
+
+def test_goal_met_missed_inconclusive_by_whole_ranges():
+    def verdict(van, none, eng):
+        s = br.summarize(_rounds("mtcopy-2", 2048, 1, van, none, eng))
+        [g] = [g for g in br.goal_verdicts(s) if g["config"] == "mtcopy-2"]
+        return g["verdict"]
+    # every round 2x vanilla and 2x none: met
+    assert verdict([1, 1, 1], [1, 1, 1], [2, 2, 2]) == "met"
+    # 2x vanilla every round, but one round only 1.2x none: not met
+    assert verdict([1, 1, 1], [1, 1, 5 / 3], [2, 2, 2]) == "inconclusive"
+    # whole ranges below against both: missed
+    assert verdict([1, 1, 1], [1, 1, 1], [1.2, 1.4, 1.0]) == "missed"
+    # below vanilla everywhere, above none everywhere: the two disagree
+    assert verdict([2, 2, 2], [0.5, 0.5, 0.5], [1.0, 1.0, 1.0]) == "inconclusive"
+    # one round is no range
+    assert verdict([1], [1], [2]) == "inconclusive"
+    # no none in the same boot: no same-boot comparison, no verdict
+    s = br.summarize([r for r in _rounds("mtcopy-2", 2048, 1, [1, 1], [1, 1], [2, 2])
+                      if r["config"] != "none"])
+    assert [g["verdict"] for g in br.goal_verdicts(s)] == ["inconclusive"]
+
+
+def test_goal_at_2m_under_the_emulator_artefact_is_never_met_or_missed():
+    recs = _rounds("mtcopy-2", 2048, 1, [1, 1], [1, 1], [2, 2]) + \
+        _rounds("mtcopy-2", 2048, 2, [1, 1], [1, 1], [1, 1])
+    assert {g["verdict"] for g in br.goal_verdicts(br.summarize(recs))} == {"met", "missed"}
+    s = br.summarize(recs + _alias(11.0))
+    assert [g["verdict"] for g in br.goal_verdicts(s)] == ["inconclusive: emulator"] * 2
+    text = "\n".join(br.goals(s))
+    assert text.count("(goal >= 1.5x: inconclusive: emulator)") == 2
+    # about 1x, as on hardware: the ranges decide
+    s = br.summarize(recs + _alias(1.0))
+    assert {g["verdict"] for g in br.goal_verdicts(s)} == {"met", "missed"}
+
+
+def test_cpu_goal_at_every_size_and_node():
+    ok = _rounds("cpu", 4, 1, [1, 1], [1, 1], [1, 1]) + \
+        _rounds("cpu", 4, 2, [1, 1], [1, 1], [1.1, 1.0])
+    [g] = [g for g in br.goal_verdicts(br.summarize(ok)) if g["config"] == "cpu"]
+    assert g["verdict"] == "met"
+    # one cell whose range straddles 0.97x: the goal is not met
+    straddle = ok + _rounds("cpu", 64, 1, [1, 1], [1, 1], [1.0, 0.9])
+    [g] = [g for g in br.goal_verdicts(br.summarize(straddle)) if g["config"] == "cpu"]
+    assert g["verdict"] == "inconclusive"
+    # one cell wholly below: missed, whatever the others say
+    below = straddle + _rounds("cpu", 16, 2, [1, 1], [1, 1], [0.8, 0.9])
+    s = br.summarize(below)
+    [g] = [g for g in br.goal_verdicts(s) if g["config"] == "cpu"]
+    assert g["verdict"] == "missed"
+    assert "worst cell 0.85x vanilla at 16K to node 2" in "\n".join(br.goals(s))
+    # 2M cells under the emulator artefact: inconclusive: emulator, never met
+    art = ok + _rounds("cpu", 2048, 1, [1, 1], [1, 1], [1, 1]) + _alias(8.0)
+    s = br.summarize(art)
+    [g] = [g for g in br.goal_verdicts(s) if g["config"] == "cpu"]
+    assert g["verdict"] == "inconclusive: emulator"
+    assert "(goal >= 0.97x everywhere: inconclusive: emulator; 1 2M cell(s) not judged: " \
+        "emulator)" in "\n".join(br.goals(s))
+
+
+# ---- what was measured, honestly
+
+def test_measurements_count_real_measurements_only():
+    recs = [{"mode": "run", "variant": "patched", "round": 0},
+            {"mode": "config", "config": "cpu", "absent": False, "variant": "patched",
+             "round": 0},
+            {"mode": "config", "config": "dcbm-4", "absent": True, "reason": "no swdma",
+             "variant": "patched", "round": 0},
+            {"mode": "part", "config": "cpu", "rc": 0, "variant": "patched", "round": 0},
+            rec("patched", 0, "cpu", 2048, None, skipped=True, reason="no THP"),
+            rec("patched", 0, "cpu", 4, 1.0), rec("vanilla", 0, "vanilla", 4, 1.0),
+            {"mode": "latency", "config": "cpu", "pages": 8, "first_usable_us": 5.0,
+             "variant": "patched", "round": 0},
+            {"mode": "compaction", "config": "cpu", "wall_s": 1.0, "pgmigrate_success": 9,
+             "variant": "patched", "round": 0},
+            rec("patched", 0, "cpu", None, 2.0, mode="memcpy")] + _alias(1.0, boots=1)
+    s = br.summarize(recs)
+    assert s["measurements"] == 7
+    assert s["skipped"] == 1
+    text = "\n".join(br.text_tables(s))
+    assert "measurements: 7 (tput 2, latency 1, memcpy 1, compaction 1, alias 2)" in text
+    assert "1 skipped" in text
+    assert "measurements: 7" in "\n".join(br.markdown_tables(s))
+
+
+def test_absent_configurations_named_with_reason_everywhere():
+    recs = [rec("vanilla", 0, "vanilla", 4, 1.0), rec("patched", 0, "cpu", 4, 1.0)]
+    for rnd in (0, 1):
+        recs.append({"mode": "config", "config": "dcbm-4", "absent": True,
+                     "reason": "swdma: no channels", "variant": "patched", "round": rnd})
+    s = br.summarize(recs)
+    assert s["absent"] == [{"variant": "patched", "config": "dcbm-4", "rounds": [0, 1],
+                            "reason": "swdma: no channels"}]
+    want = "absent configurations (reported, not measured): dcbm-4 (patched, rounds 0,1: " \
+        "swdma: no channels)"
+    assert want in br.text_tables(s)
+    assert any(want in line for line in br.markdown_tables(s))
+
+
+def test_gbps_counts_moved_bytes_only():
+    recs = [rec("vanilla", 0, "vanilla", 4, 2.0, pages=100, stayed_behind=0),
+            rec("patched", 0, "cpu", 4, 2.0, pages=100, stayed_behind=50),
+            rec("patched", 0, "none", 4, 2.0, pages=100, stayed_behind=0)]
+    s = br.summarize(recs)
+    rows = {r["config"]: r for r in s["throughput"]}
+    assert rows["cpu"]["gbps"] == 1.0 and rows["cpu"]["gbps_recorded"] == 2.0
+    assert rows["cpu"]["not_moved_share"] == 0.5
+    assert rows["cpu"]["ratio_median"] == 0.5 and rows["cpu"]["vs_none_median"] == 0.5
+    assert rows["vanilla"]["not_moved_share"] == 0.0
+    text = br.text_tables(s)
+    [line] = [ln for ln in text if ln.startswith("cpu ")]
+    assert " 50.0%" in line
+    # the count sweep is measured the same way
+    c = [rec("patched", 0, "cpu", 2048, 4.0, mode="count", folios=8, pages=4096,
+             stayed_behind=1024)]
+    assert br.summarize(c)["count"][0]["gbps"] == 3.0
+
+
+def test_folio_share_min_per_cell_flagged_below_90_percent():
+    recs = [rec("vanilla", 0, "vanilla", 2048, 1.0, folio_share=100.0),
+            rec("patched", 0, "cpu", 2048, 1.0, folio_share=100.0),
+            rec("patched", 0, "cpu", 2048, 1.0, folio_share=45.0)]
+    s = br.summarize(recs)
+    rows = {r["config"]: r for r in s["throughput"]}
+    assert rows["cpu"]["folio_share_min"] == 45.0 and rows["cpu"]["folio_share_low"]
+    assert rows["vanilla"]["folio_share_min"] == 100.0 and not rows["vanilla"]["folio_share_low"]
+    [line] = [ln for ln in br.text_tables(s) if ln.startswith("cpu ")]
+    assert "45%!" in line
+    md = br.markdown_tables(s)
+    assert any("| cpu |" in ln and "folios 45%!" in ln for ln in md)
+    assert any("| vanilla |" in ln and "folios" not in ln for ln in md)
+
+
+def test_vs_none_in_every_table_with_vs_vanilla():
+    recs = []
+    for rnd, base in enumerate([1.0, 2.0]):
+        for cfg, f in (("vanilla", 1.0), ("none", 1.0), ("mtcopy-2", 2.0)):
+            var = "vanilla" if cfg == "vanilla" else "patched"
+            recs.append(rec(var, rnd, cfg, 2048, f * base, mode="count", folios=8))
+            recs.append({"mode": "compaction", "config": cfg, "variant": var, "round": rnd,
+                         "wall_s": 1.0, "pgmigrate_success": 1000 * f * base, "hog": False})
+        recs.append(rec("vanilla", rnd, "vanilla", 4, base))
+        recs.append(rec("patched", rnd, "none", 4, base))
+        recs.append(rec("patched", rnd, "cpu", 4, base * (1.0 if rnd else 0.5)))
+    s = br.summarize(recs)
+    cnt = {r["config"]: r for r in s["count"]}
+    assert (cnt["mtcopy-2"]["vs_none_median"], cnt["mtcopy-2"]["vs_none_min"]) == (2.0, 2.0)
+    assert (cnt["mtcopy-2"]["ratio_min"], cnt["mtcopy-2"]["ratio_max"]) == (2.0, 2.0)
+    comp = {r["config"]: r for r in s["compaction"]}
+    assert comp["mtcopy-2"]["vs_none_median"] == 2.0
+    assert comp["none"]["vs_none_median"] is None
+    text = "\n".join(br.text_tables(s))
+    assert "mtcopy-2      8 folios" in text and "2.00x [2.00..2.00] vs none 2.00x [2.00..2.00]" \
+        in text
+    assert "vs none 2.00x [2.00..2.00]" in [ln for ln in br.text_tables(s)
+                                             if ln.startswith("mtcopy-2   hog=no")][0]
+    md = br.markdown_tables(s)
+    assert "| cpu | 0.75 [0.50..1.00] / 0.75 [0.50..1.00] |" in md
+    assert any(ln.startswith("| config | hog | n | wall s |") and "vs none" in ln for ln in md)
+    assert any(ln.startswith("| mtcopy-2 | no |") and "2.00 [2.00..2.00] | 2.00 [2.00..2.00]"
+               in ln for ln in md)
