@@ -8,11 +8,13 @@ A benchmark compares kernels booted alternately in the same session:
                            rounds=3, accel="multi")
     for r in runs:                      # BootResult, see qemu.py
         r.label, r.summary.ok, r.files  # files the guest sent back (mo-sendfile / MO_OUTDIR)
+        r.retried                       # earlier attempts of that slot (emulator fault)
 
 Boots alternate A B / B A / A B ... so that drift over time does not favour
 one kernel. Under multi-threaded TCG a boot that ends in the known emulator
 fault (an int3 oops while patching text) is retried, and reported if it keeps
-failing.
+failing; the attempts it replaced stay on the result (``.retried``) so that
+the report can list them with their findings.
 """
 
 import time

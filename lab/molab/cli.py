@@ -400,12 +400,11 @@ def _boot_lines(boots, md=False):
     if not boots:
         return []
     bad = [b for b in boots if not b["ok"]]
-    retried = [b for b in boots if b["retried"]]
     out = ["", ("### Boots" if md else "== boots") +
            f": {len(boots)}, {len(bad)} excluded from the tables for findings, "
            f"{sum(len(b['retried']) for b in boots)} retried attempt(s)"]
-    for b in bad + retried:
-        for a in [*b["retried"], b] if b in retried else [b]:
+    for b in boots:      # in boot order, each attempt once (a slot can be both)
+        for a in [*b["retried"], b] if b["retried"] or not b["ok"] else []:
             what = "; ".join(f"{f['kind']}: {f['text']}" + (f" at {f['rip']}" if f["rip"] else "")
                              + (f" [{f['excuse']}]" if f["excuse"] else "")
                              for f in a["findings"][:4]) or "; ".join(a["problems"][:2])
@@ -459,7 +458,9 @@ def _bench_rerender(a):
             or not isinstance(run.get("facts"), dict):
         raise LabError(f"{top / 'bench.json'}: not a bench result (no records or facts)", hint)
     summary = _bench_outputs(top, run)
-    return EXIT_FAIL if summary["records_with_bad_bytes"] else EXIT_OK
+    # The same verdict as the run itself: a boot with findings fails it.
+    bad_boots = [b for b in run.get("boots", []) if not b.get("ok", True)]
+    return EXIT_FAIL if summary["records_with_bad_bytes"] or bad_boots else EXIT_OK
 
 
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,
