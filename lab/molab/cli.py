@@ -368,20 +368,18 @@ def cmd_bench(a):
         boots.append(_boot_record(res))
         if not res.ok:
             # A boot with findings measured a kernel in trouble: its figures
-            # stay out of the tables and the boot is listed instead.
-            problems.append(f"{res.label}: {res.summary.status}, excluded from the tables "
-                            f"({rel(res.console_log)})")
+            # stay out of the tables; "boots" lists it and fails the run.
             continue
         if f is None:
-            problems.append(f"{res.label}: no bench.jsonl came back")
+            problems.append(f"{res.label}: no bench.jsonl came back ({rel(res.console_log)})")
             continue
         records += bench_report.load_records(Path(f), variant, rnd)
     top = runs[0].results_dir.parent
-    summary = _bench_outputs(top, {"facts": facts, "args": args, "rounds": rounds,
-                                   "records": records, "problems": problems, "boots": boots})
+    run = {"facts": facts, "args": args, "rounds": rounds, "records": records,
+           "problems": problems, "boots": boots}
+    summary = _bench_outputs(top, run)
     say(f"timings: {timer.report()}")
-    bad = summary["records_with_bad_bytes"]
-    return EXIT_FAIL if (problems or bad or not records) else EXIT_OK
+    return EXIT_FAIL if _bench_failures(run, summary) else EXIT_OK
 
 
 def _boot_record(res):
@@ -408,8 +406,26 @@ def _boot_lines(boots, md=False):
             what = "; ".join(f"{f['kind']}: {f['text']}" + (f" at {f['rip']}" if f["rip"] else "")
                              + (f" [{f['excuse']}]" if f["excuse"] else "")
                              for f in a["findings"][:4]) or "; ".join(a["problems"][:2])
-            out.append(f"{'- ' if md else '  '}{a['label']}: {a['status']}"
-                       f"{' (excluded)' if not a['ok'] else ''}: {what} ({a['console_log']})")
+            role = "used" if a is b and a["ok"] else "retried" if a is not b else "excluded"
+            out.append(f"{'- ' if md else '  '}{a['label']}: {a['status']} ({role})"
+                       f"{': ' + what if what else ''} ({a['console_log']})")
+    return out
+
+
+def _bench_failures(run, summary):
+    """Why a bench run fails, one line each (none: it passed). The run and
+    --rerender of its bench.json give the same verdict: a boot with findings
+    (excluded from the tables), a problem such as a boot that sent no data
+    (or, in a bench.json older than "boots", a boot with findings), corrupted
+    bytes, or no measurement at all (bookkeeping, absent and skipped only)."""
+    bad = [b["label"] for b in run.get("boots") or [] if not b.get("ok", True)]
+    out = [f"{len(bad)} boot(s) with findings, excluded from the tables (listed under "
+           f"boots): {', '.join(bad)}"] if bad else []
+    out += run.get("problems") or []
+    if summary["records_with_bad_bytes"]:
+        out.append(f"{summary['records_with_bad_bytes']} measurement(s) found corrupted bytes")
+    if not summary["measurements"]:
+        out.append("nothing was measured")
     return out
 
 
@@ -423,10 +439,14 @@ def _bench_outputs(top, run):
     (top / "bench.json").write_text(json.dumps(run, indent=1) + "\n")
     bench_report.write_csv(summary, top / "throughput.csv")
     pngs = bench_report.plots(summary, top)
+    # The verdict goes into the reports too: a report alone must not read as a pass.
+    failures = _bench_failures(run, summary)
+    verdict = [f"run FAILED: {f}" for f in failures] or ["run passed"]
     lines = bench_report.text_tables(summary) + _boot_lines(run.get("boots"))
-    (top / "report.txt").write_text("\n".join(lines) + "\n")
+    (top / "report.txt").write_text("\n".join(lines + ["", *verdict]) + "\n")
     (top / "report.md").write_text("\n".join(bench_report.markdown_tables(summary)
-                                             + _boot_lines(run.get("boots"), md=True)) + "\n")
+                                             + _boot_lines(run.get("boots"), md=True)
+                                             + ["", *(f"- {v}" for v in verdict)]) + "\n")
     say("")
     for line in lines:
         say(line)
@@ -438,11 +458,8 @@ def _bench_outputs(top, run):
         f"commit {facts['git_commit'][:12]}{' (dirty)' if facts['git_dirty'] else ''}")
     say(f"results: {rel(top)} (bench.json, throughput.csv, report.txt, report.md"
         f"{', ' + ', '.join(p.name for p in pngs) if pngs else ''})")
-    for p in run.get("problems", []):
-        warn(p)
-    bad = summary["records_with_bad_bytes"]
-    if bad:
-        say(f"FAIL  {bad} measurement(s) found corrupted bytes")
+    for f in failures:
+        say(f"FAIL  {f}")
     return summary
 
 
@@ -458,9 +475,7 @@ def _bench_rerender(a):
             or not isinstance(run.get("facts"), dict):
         raise LabError(f"{top / 'bench.json'}: not a bench result (no records or facts)", hint)
     summary = _bench_outputs(top, run)
-    # The same verdict as the run itself: a boot with findings fails it.
-    bad_boots = [b for b in run.get("boots", []) if not b.get("ok", True)]
-    return EXIT_FAIL if summary["records_with_bad_bytes"] or bad_boots else EXIT_OK
+    return EXIT_FAIL if _bench_failures(run, summary) else EXIT_OK
 
 
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,

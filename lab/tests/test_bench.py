@@ -147,3 +147,54 @@ def test_rerender_fails_a_run_that_had_boots_with_findings(tmp_path):
     assert cli.main(["bench", "--rerender", str(tmp_path)]) == cli.EXIT_FAIL
     assert "patched-r0: FAIL (excluded): FAIL  bench  exit code 1 (c.log)" in \
         (tmp_path / "report.txt").read_text()
+
+
+def _patch_bench(monkeypatch, runs):
+    monkeypatch.setattr(cli, "run_setup", lambda: None)
+    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc: None)
+    monkeypatch.setattr(bench, "prepare", lambda *a, **k: {})
+    monkeypatch.setattr(bench, "alternate", lambda *a, **k: runs)
+    monkeypatch.setattr(cli, "_host_facts", lambda builds: {
+        "kernels": {}, "qemu": ["QEMU x"], "host_cpu": "cpu", "host_cpus": 2,
+        "git_commit": "0" * 40, "git_dirty": False})
+
+
+def test_cmd_bench_that_measured_nothing_fails(monkeypatch, tmp_path):
+    # Clean boots whose every record is bookkeeping, absent or skipped: no figure at all.
+    recs = [{"mode": "run", "kernel": "6.12.117"},
+            {"mode": "config", "config": "dcbm-4", "absent": True, "reason": "no channels"},
+            {"mode": "tput", "config": "cpu", "folio_kb": 2048, "to": 1, "skipped": True,
+             "reason": "no THP"}]
+    runs = [fake_result("vanilla-r0", tmp_path, records=recs),
+            fake_result("patched-r0", tmp_path, records=recs)]
+    _patch_bench(monkeypatch, runs)
+    assert cli.cmd_bench(_bench_args("--rounds", "1")) == cli.EXIT_FAIL
+    assert "run FAILED: nothing was measured" in (tmp_path / "report.txt").read_text()
+    assert cli.main(["bench", "--rerender", str(tmp_path)]) == cli.EXIT_FAIL
+
+
+def test_cmd_bench_names_a_boot_that_sent_no_data_in_the_report(monkeypatch, tmp_path):
+    tput = {"mode": "tput", "config": "vanilla", "folio_kb": 4, "to": 1, "gbps": 1.0}
+    runs = [fake_result("vanilla-r0", tmp_path, records=[tput]),
+            fake_result("patched-r0", tmp_path)]
+    del runs[1].files["bench.jsonl"]
+    _patch_bench(monkeypatch, runs)
+    assert cli.cmd_bench(_bench_args("--rounds", "1")) == cli.EXIT_FAIL
+    for name in ("report.txt", "report.md"):
+        text = (tmp_path / name).read_text()
+        assert "run FAILED: patched-r0: no bench.jsonl came back" in text, name
+    assert cli.main(["bench", "--rerender", str(tmp_path)]) == cli.EXIT_FAIL
+
+
+def test_rerender_of_an_old_run_with_problems_fails_and_reports_them(tmp_path):
+    # Before boots were recorded, a boot with findings was only a "problems" line
+    # (and its records stayed in): the rerendered report must say so and fail.
+    recs = [{"mode": "tput", "config": "vanilla", "folio_kb": 4, "to": 1, "gbps": 1.0,
+             "variant": "vanilla", "round": 0}]
+    facts = {"kernels": {}, "qemu": [], "host_cpu": "", "host_cpus": 2, "git_commit": "",
+             "git_dirty": False}
+    problem = "patched-r1: FAIL (build/results/bench-x/patched-r1/console.log)"
+    (tmp_path / "bench.json").write_text(json.dumps({"facts": facts, "records": recs,
+                                                     "problems": [problem]}))
+    assert cli.main(["bench", "--rerender", str(tmp_path)]) == cli.EXIT_FAIL
+    assert f"run FAILED: {problem}" in (tmp_path / "report.txt").read_text()

@@ -185,7 +185,8 @@ def test_boots_with_findings_and_retries_are_listed():
     text = "\n".join(cli._boot_lines(boots))
     assert "2, 1 excluded from the tables for findings, 1 retried attempt(s)" in text
     assert "vanilla-r0: FAIL (excluded): warning: WARNING: x (c.log)" in text
-    assert "patched-r0: EMULATOR-FAULT (excluded): emulator-fault: Oops: int3: 0000 at f+0x4/0x80" in text
+    assert "patched-r0: EMULATOR-FAULT (retried): emulator-fault: Oops: int3: 0000 at f+0x4/0x80" in text
+    assert "patched-r0: PASS (used) (a.log)" in text
 
 
 # ---- goals: met only if the whole range clears it, vs vanilla and vs none
