@@ -165,6 +165,7 @@ def summarize(records):
             "ratio_max": ratio and ratio["max"], "ratio_pairs": ratio and ratio["pairs"],
             "vs_none_median": vs_none and vs_none["median"],
             "vs_none_min": vs_none and vs_none["min"], "vs_none_max": vs_none and vs_none["max"],
+            "vs_none_pairs": vs_none and vs_none["pairs"],
             "memcpy_fraction": (m / mem) if (m is not None and mem) else None,
             "folio_share": mean_sd([r.get("folio_share") for r in rs])[0],
             "folio_share_min": share,
@@ -305,10 +306,12 @@ def goal_verdict(r, goal):
     "missed" only when both whole ranges lie below it (both maxima < goal);
     anything else is "inconclusive": the two ranges straddle the goal or
     disagree, a figure is missing (no none in the same boot), or fewer than
-    two rounds were paired (one round is a point, not a range).
+    two rounds were paired, against vanilla or against none (one round is a
+    point, not a range).
     """
     keys = ("ratio_min", "ratio_max", "vs_none_min", "vs_none_max")
-    if any(r.get(k) is None for k in keys) or (r.get("ratio_pairs") or 0) < 2:
+    if any(r.get(k) is None for k in keys) or (r.get("ratio_pairs") or 0) < 2 \
+            or (r.get("vs_none_pairs") or 0) < 2:
         return "inconclusive"
     if r["ratio_min"] >= goal and r["vs_none_min"] >= goal:
         return "met"
@@ -369,6 +372,8 @@ def goals(summary):
         if r.get("vs_none_median") is not None:
             txt += (f"; {r['vs_none_median']:.2f}x none in the same boot "
                     f"[{r['vs_none_min']:.2f}..{r['vs_none_max']:.2f}]")
+            if r.get("vs_none_pairs") is not None:
+                txt += f" over {r['vs_none_pairs']} round(s)"
         return txt
     for g in goal_verdicts(summary):
         if g["config"] == "mtcopy-2":

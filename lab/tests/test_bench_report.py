@@ -26,7 +26,7 @@ def test_ratio_pairs_rounds_and_takes_the_median():
     assert rows["vanilla"]["ratio_median"] is None
     text = "\n".join(br.goals(s))
     assert ("mtcopy-2 at 2.00x vanilla [2.00..2.00] over 3 round(s); 2.00x none in the same "
-            "boot [2.00..2.00] (goal >= 1.5x: met)") in text
+            "boot [2.00..2.00] over 3 round(s) (goal >= 1.5x: met)") in text
     # cpu 0.90x in round 0: the range straddles 0.97
     assert "built-in cpu: worst cell 1.00x" in text and "everywhere: inconclusive" in text
 
@@ -142,7 +142,8 @@ def test_alias_penalty_per_boot():
 
 def _row(cfg, kb, to, rmed, rmin, rmax, nmed, nmin, nmax):
     return {"config": cfg, "folio_kb": kb, "to": to, "ratio_median": rmed, "ratio_min": rmin,
-            "ratio_max": rmax, "ratio_pairs": 3, "vs_none_median": nmed, "vs_none_min": nmin,
+            "ratio_max": rmax, "ratio_pairs": 3, "vs_none_pairs": 3, "vs_none_median": nmed,
+            "vs_none_min": nmin,
             "vs_none_max": nmax}
 
 
@@ -214,7 +215,8 @@ def _alias(penalty, boots=2):
 def test_goal_second_run_of_2026_11_22_is_inconclusive():
     # The row printed as "met" that day: 1.52x [0.11..1.69] vanilla, 0.80x none.
     row = {"config": "mtcopy-2", "folio_kb": 2048, "to": 1, "ratio_median": 1.52,
-           "ratio_min": 0.11, "ratio_max": 1.69, "ratio_pairs": 3, "vs_none_median": 0.80,
+           "ratio_min": 0.11, "ratio_max": 1.69, "ratio_pairs": 3, "vs_none_pairs": 3,
+           "vs_none_median": 0.80,
            "vs_none_min": 0.39, "vs_none_max": 1.08}
     text = "\n".join(br.goals({"throughput": [row]}))
     assert "(goal >= 1.5x: inconclusive" in text
@@ -380,3 +382,15 @@ def test_vs_none_in_every_table_with_vs_vanilla():
     assert any(ln.startswith("| config | hog | n | wall s |") and "vs none" in ln for ln in md)
     assert any(ln.startswith("| mtcopy-2 | no |") and "2.00 [2.00..2.00] | 2.00 [2.00..2.00]"
                in ln for ln in md)
+
+
+def test_goal_needs_two_rounds_against_none_too():
+    # 2x vanilla in 3 rounds, but none was measured in one patched boot only:
+    # against none that is one point, not a range, so not "met".
+    recs = [r for r in _rounds("mtcopy-2", 2048, 1, [1, 1, 1], [1, 1, 1], [2, 2, 2])
+            if r["config"] != "none" or r["round"] == 0]
+    s = br.summarize(recs)
+    [row] = [r for r in s["throughput"] if r["config"] == "mtcopy-2"]
+    assert (row["ratio_pairs"], row["vs_none_pairs"]) == (3, 1)
+    assert [g["verdict"] for g in br.goal_verdicts(s)] == ["inconclusive"]
+    assert "2.00x none in the same boot [2.00..2.00] over 1 round(s)" in "\n".join(br.goals(s))
