@@ -426,7 +426,10 @@ def _folios(r):
 
 def _unmoved(r):
     share = r.get("not_moved_share")
-    return "-" if share is None else f"{100 * share:.1f}%"
+    if share is None:
+        return "-"
+    # A few pages out of thousands must not print as "0.0%".
+    return "<0.1%" if 0 < share < 0.001 else f"{100 * share:.1f}%"
 
 
 def _absent(a):
@@ -460,7 +463,8 @@ def text_tables(summary):
     lines.append("== throughput: move_pages() GB/s of the bytes that moved (mean +- sd); ratio "
                  "vs vanilla and vs none (the patched kernel, copying off, same boot): median "
                  "of per-round ratios of per-round medians [min..max]; fraction of memcpy; "
-                 "unmoved: pages not on the target node after the move; folios: lowest share "
+                 "unmoved: pages not on the target node after the move ('-': not recorded, and "
+                 "GB/s then counts the whole buffer); folios: lowest share "
                  f"of the buffer in folios of that size (! below {FOLIO_SHARE_LOW:.0f}%)")
     lines.append(f"{'config':<10} {'folio':>6} {'to':>3} {'n':>3} {'GB/s':>8} {'sd':>7} "
                  f"{'ratio':>6} {'[min..max]':>13} {'vs none':>7} {'[min..max]':>13} "

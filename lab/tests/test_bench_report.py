@@ -337,6 +337,9 @@ def test_gbps_counts_moved_bytes_only():
     c = [rec("patched", 0, "cpu", 2048, 4.0, mode="count", folios=8, pages=4096,
              stayed_behind=1024)]
     assert br.summarize(c)["count"][0]["gbps"] == 3.0
+    # one page in 4096 did not move: shown, not rounded away
+    c[0]["stayed_behind"] = 1
+    assert "unmoved <0.1%" in "\n".join(br.text_tables(br.summarize(c)))
 
 
 def test_folio_share_min_per_cell_flagged_below_90_percent():
