@@ -238,7 +238,11 @@ struct storm {
 	uint8_t *buf;
 	size_t off, len;
 	int id;
-	/* Mover: added to while main reads them (windows): atomics. */
+	/*
+	 * Mover: a move adds to these under @lock, so that main (closing a
+	 * window) never sees its pages asked without its pages moved.
+	 */
+	pthread_mutex_t lock;
 	unsigned long moves, pages_asked, pages_moved, errors;
 	/* Writer: the generation each page of the slice holds now. */
 	unsigned int *gens;
@@ -248,18 +252,15 @@ struct storm {
 
 static volatile sig_atomic_t stop;
 
-#define ADD(p, v) __atomic_add_fetch(p, v, __ATOMIC_RELAXED)
-#define GET(p) __atomic_load_n(p, __ATOMIC_RELAXED)
-
 /*
  * Each mover owns a slice and keeps moving it on to the next node. Counts
- * the pages asked to move and those that did (on the target now, on
- * another node before); a failed move_pages() call is an error.
+ * the pages asked to move (those not on the target already) and those that
+ * did (on the target now); a failed move_pages() call is an error.
  */
 static void *mover_fn(void *arg)
 {
 	struct storm *s = arg;
-	size_t n = s->len / page_size, i, moved;
+	size_t n = s->len / page_size, i, asked, moved;
 	void **pages = malloc(n * sizeof(*pages));
 	int *nodev = malloc(n * sizeof(*nodev));
 	int *status = malloc(n * sizeof(*status));
@@ -279,18 +280,23 @@ static void *mover_fn(void *arg)
 			nodev[i] = node;
 		if (move_pages(0, n, pages, nodev, status, MPOL_MF_MOVE) < 0 ||
 		    move_pages(0, n, pages, NULL, status, 0) < 0) {
-			if (ADD(&s->errors, 1) == 1)
+			pthread_mutex_lock(&s->lock);
+			if (++s->errors == 1)
 				printf("error: mover %d, move to node %d: %s\n",
 				       s->id, node, strerror(errno));
+			pthread_mutex_unlock(&s->lock);
 			continue;
 		}
-		for (i = moved = 0; i < n; i++) {
+		for (i = asked = moved = 0; i < n; i++) {
+			asked += where[i] != node;
 			moved += status[i] == node && where[i] != node;
 			where[i] = status[i];
 		}
-		ADD(&s->pages_asked, n);
-		ADD(&s->pages_moved, moved);
-		ADD(&s->moves, 1);
+		pthread_mutex_lock(&s->lock);
+		s->pages_asked += asked;
+		s->pages_moved += moved;
+		s->moves++;
+		pthread_mutex_unlock(&s->lock);
 	}
 	free(pages);
 	free(nodev);
@@ -333,29 +339,36 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
-/* Pages moved so far by all movers (while they run). */
-static unsigned long pages_moved(const struct storm *st)
+/* Pages asked to move and moved so far by all movers (while they run). */
+static void pages_so_far(struct storm *st, unsigned long *asked,
+			 unsigned long *moved)
 {
-	unsigned long v = 0;
 	int i;
 
-	for (i = 0; i < nr_threads; i++)
-		v += GET(&st[i].pages_moved);
-	return v;
+	*asked = *moved = 0;
+	for (i = 0; i < nr_threads; i++) {
+		pthread_mutex_lock(&st[i].lock);
+		*asked += st[i].pages_asked;
+		*moved += st[i].pages_moved;
+		pthread_mutex_unlock(&st[i].lock);
+	}
 }
 
 /*
  * Movers and writers on the same slices until SIGTERM/SIGINT or the time is
  * up. Each SIGUSR1 closes a window (the suite sends one per cycle of
  * whatever it does meanwhile): storm_empty_windows counts the windows in
- * which no page moved, storm_min_window_pages the fewest pages moved in one.
+ * which no page moved, storm_min_window_pages the fewest pages moved in one,
+ * storm_min_window_moved_pct the lowest share of the pages asked in a
+ * window that moved (0 if none was asked).
  */
 static int run_storm(void)
 {
 	struct storm st[16];
 	pthread_t mover[16], writer[16];
 	struct timespec end, now, left;
-	unsigned long windows = 0, empty = 0, min_win = ~0UL, prev = 0, cur;
+	unsigned long windows = 0, empty = 0, min_win = ~0UL, min_pct = 100;
+	unsigned long prev_asked = 0, prev_moved = 0, cur_asked, cur_moved, pct;
 	unsigned long moves = 0, asked = 0, moved = 0, errors = 0, writes = 0;
 	size_t slice, bad = 0, p;
 	uint8_t *buf = alloc_buf();
@@ -367,6 +380,7 @@ static int run_storm(void)
 	slice = buf_len / nr_threads / page_size * page_size;
 	for (i = 0; i < nr_threads; i++) {
 		st[i] = (struct storm){ .buf = buf, .off = i * slice, .len = slice, .id = i };
+		pthread_mutex_init(&st[i].lock, NULL);
 		st[i].gens = calloc(slice / page_size, sizeof(*st[i].gens));
 		if (!st[i].gens)
 			die("calloc");
@@ -407,12 +421,17 @@ static int run_storm(void)
 			continue;
 		if (sig != SIGUSR1)
 			break;	/* SIGTERM, SIGINT or time up */
-		cur = pages_moved(st);
+		pages_so_far(st, &cur_asked, &cur_moved);
 		windows++;
-		empty += cur == prev;
-		if (cur - prev < min_win)
-			min_win = cur - prev;
-		prev = cur;
+		empty += cur_moved == prev_moved;
+		if (cur_moved - prev_moved < min_win)
+			min_win = cur_moved - prev_moved;
+		pct = cur_asked == prev_asked ? 0 :
+		      (cur_moved - prev_moved) * 100 / (cur_asked - prev_asked);
+		if (pct < min_pct)
+			min_pct = pct;
+		prev_asked = cur_asked;
+		prev_moved = cur_moved;
 	}
 	stop = 1;
 	for (i = 0; i < nr_threads; i++) {
@@ -437,8 +456,9 @@ static int run_storm(void)
 	printf("storm_moves=%lu\nstorm_pages_asked=%lu\nstorm_pages_moved=%lu\n"
 	       "storm_move_errors=%lu\nstorm_page_writes=%lu\n",
 	       moves, asked, moved, errors, writes);
-	printf("storm_windows=%lu\nstorm_empty_windows=%lu\nstorm_min_window_pages=%lu\n",
-	       windows, empty, windows ? min_win : 0);
+	printf("storm_windows=%lu\nstorm_empty_windows=%lu\nstorm_min_window_pages=%lu\n"
+	       "storm_min_window_moved_pct=%lu\n",
+	       windows, empty, windows ? min_win : 0, windows ? min_pct : 0);
 	printf("bad_bytes=%zu\n", bad);
 	return bad ? 1 : 0;
 }
