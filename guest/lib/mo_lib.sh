@@ -21,8 +21,27 @@ mod_path() {
 	esac
 }
 mod_loaded() { [ -d "/sys/module/$1" ]; }
-mod_load() { _m=$1; shift; insmod "$(mod_path "$_m")" "$@"; }
-mod_unload() { ! mod_loaded "$1" || rmmod "$1"; }
+# A built-in "module" has a /sys/module directory (its parameters) but no
+# initstate, and no .ko to load.
+mod_builtin() { [ -d "/sys/module/$1" ] && [ ! -e "/sys/module/$1/initstate" ]; }
+# mod_load MODULE [PARAM=VALUE...]: insmod; built in, set each parameter
+# at run time, or require the value it was booted with (read-only ones).
+mod_load() {
+	_m=$1; shift
+	if ! mod_builtin "$_m"; then
+		insmod "$(mod_path "$_m")" "$@"
+		return
+	fi
+	for _kv in "$@"; do
+		_f=/sys/module/$_m/parameters/${_kv%%=*}
+		[ "$(cat "$_f" 2>/dev/null)" = "${_kv#*=}" ] && continue
+		echo "${_kv#*=}" > "$_f" 2>/dev/null && continue
+		echo "# built-in $_m: cannot set ${_kv} (boot with $_m.${_kv})"
+		return 1
+	done
+}
+# Built in, there is nothing to unload: success.
+mod_unload() { ! mod_loaded "$1" || mod_builtin "$1" || rmmod "$1"; }
 
 engine_active() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$MO/engine"; }
 engine_set() { echo "$1" > "$MO/engine"; }

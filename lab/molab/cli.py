@@ -8,17 +8,25 @@ from pathlib import Path
 
 from . import check, initramfs, kernel, qemu, tree
 from .errors import LabError
-from .util import FLAVOURS, ROOT, VARIANTS, Timer, fmt_secs, rel, say, warn
+from .util import DEBUG_FLAVOURS, FLAVOURS, ROOT, VARIANTS, Timer, fmt_secs, rel, say, warn
 
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 # What make test must run: a suite that is missing from the initramfs, or a
 # KUnit suite absent from the boot log, fails the run instead of shrinking it.
 TEST_SUITES = ("kunit", "migration", "dma_faults", "engine_cycles", "engine_integrity",
-               "engine_params", "migrate_offload", "migration_batched")
+               "engine_params", "memory_offline", "migrate_offload", "migration_batched")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
 TEST_SMP = 3
+# Debug boots get a movable zone (a fifth of RAM, spread over the nodes):
+# the memory_offline suite offlines its blocks, which only a zone of
+# movable pages guarantees to be possible.
+DEBUG_CMDLINE = ("movablecore=20%",)
+# What the builtin kernel runs: the integrity matrix of every engine (KUnit
+# ran on the modular kernel already), with swdma's channels set at boot.
+BUILTIN_SUITES = ("engine_integrity",)
+BUILTIN_CMDLINE = ["swdma.nr_chans=4", "kunit.enable=0"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,6 +90,8 @@ def build_parser():
     s = sub.add_parser("kernel", help="configure and build one kernel")
     _add_kernel_opts(s)
     s.add_argument("--config-only", action="store_true", help="configure, do not build")
+    s.add_argument("--out", help="build dir (default build/out/<variant>-<flavour>); give "
+                                 "another tree (--ksrc) its own, or both rebuild everything")
 
     s = sub.add_parser("initramfs", help="build <out>/initramfs.cpio.gz")
     _add_kernel_opts(s)
@@ -158,7 +168,7 @@ def cmd_export(a):
 
 
 def cmd_kernel(a):
-    kernel.ensure(a.variant, a.flavour, a.ksrc, do_build=not a.config_only)
+    kernel.ensure(a.variant, a.flavour, a.ksrc, do_build=not a.config_only, out=a.out)
     return EXIT_OK
 
 
@@ -191,7 +201,9 @@ def _boot_spec(a, kb, suites, args, label, smp=2):
     initrd = Path(a.initrd) if a.initrd else kb.initramfs
     return qemu.BootSpec(kernel=kern, initrd=initrd, suites=suites, args=args, accel=a.accel,
                          smp=smp, timeout=a.timeout, idle_timeout=a.idle_timeout,
-                         cmdline_extra=list(a.append), label=a.label or label,
+                         cmdline_extra=[*(DEBUG_CMDLINE if getattr(kb, "flavour", "") in DEBUG_FLAVOURS
+                                          else ()), *a.append],
+                         label=a.label or label,
                          prealloc=getattr(a, "prealloc", False),
                          echo="all" if a.verbose else "markers")
 
@@ -267,17 +279,38 @@ def cmd_test(a):
         say("== boot + tests")
         spec = _boot_spec(a, kb, suites, "", a.label or "test", smp=TEST_SMP)
         spec.kunit_suites = KUNIT_SUITES
-        spec.require_debug = a.flavour == "debug"
+        spec.require_debug = a.flavour in DEBUG_FLAVOURS
         res = qemu.boot(spec)
+    boots = [("engines as modules", res)]
+    # The same series with the engines built in: code that only works as a
+    # module (THIS_MODULE, module kobjects) fails here. Only for a whole
+    # debug run: a run of chosen suites is someone iterating.
+    if not a.suites and a.flavour == "debug":
+        with timer.step("builtin"):
+            say(f"== kernel {variant}-builtin (engines and swdma built in)")
+            kbb = kernel.ensure(variant, "builtin", a.ksrc)
+            initramfs.build(kbb)
+            say("== boot + tests, engines built in")
+            spec = _boot_spec(a, kbb, list(BUILTIN_SUITES), "", "test", smp=TEST_SMP)
+            spec.label = f"{a.label or 'test'}-builtin"
+            spec.cmdline_extra += BUILTIN_CMDLINE
+            spec.require_debug = True
+            boots.append(("engines built in", qemu.boot(spec)))
     say("== results")
-    lines = res.summary.lines()
-    for line in lines[:-1]:
-        say(line)
-    say(f"kernel: {res.report.release or 'unknown (no Linux version line)'}; "
-        f"console log: {rel(res.console_log)}")
+    passed = failed = skipped = 0
+    for what, r in boots:
+        if len(boots) > 1:
+            say(f"-- {what}")
+        for line in r.summary.lines()[:-1]:
+            say(line)
+        say(f"kernel: {r.report.release or 'unknown (no Linux version line)'}; "
+            f"console log: {rel(r.console_log)}")
+        passed += r.summary.passed
+        failed += r.summary.failed
+        skipped += r.summary.skipped
     say(f"timings: {timer.report()}")
-    say(lines[-1])
-    return EXIT_OK if res.ok else EXIT_FAIL
+    say(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    return EXIT_OK if all(r.ok for _, r in boots) else EXIT_FAIL
 
 
 def cmd_check(a):

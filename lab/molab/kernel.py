@@ -90,12 +90,16 @@ def out_dir(variant, flavour):
 
 
 def fragments(variant, flavour):
-    frags = [CONFIGS / "base.config", CONFIGS / f"{flavour}.config"]
+    # builtin is the debug flavour with the series' modules built in.
+    like = "debug" if flavour == "builtin" else flavour
+    frags = [CONFIGS / "base.config", CONFIGS / f"{like}.config"]
     if variant in ("patched", "broken"):
         # Options that only exist with the series: all flavours, then this one.
-        for extra in ("patched.config", f"patched-{flavour}.config"):
-            if (CONFIGS / extra).exists():
+        for extra in ("patched.config", f"patched-{like}.config", f"patched-{flavour}.config"):
+            if (CONFIGS / extra).exists() and CONFIGS / extra not in frags:
                 frags.append(CONFIGS / extra)
+    elif flavour == "builtin":
+        raise LabError("the builtin flavour needs the series", "use --variant patched")
     for f in frags:
         if not f.exists():
             raise LabError(f"config fragment {rel(f)} is missing", "restore it from git")
@@ -258,14 +262,14 @@ def record(kb):
     say(f"  kernel {kb.release} (base {kb.base or '?'}, {kb.commit or 'no git'}) in {rel(kb.out)}")
 
 
-def ensure(variant, flavour, ksrc=None, do_build=True):
+def ensure(variant, flavour, ksrc=None, do_build=True, out=None):
     """Configure and (optionally) build one kernel; returns its KernelBuild."""
     if variant not in VARIANTS:
         raise LabError(f"unknown variant '{variant}'", f"use one of {', '.join(VARIANTS)}")
     if flavour not in FLAVOURS:
         raise LabError(f"unknown flavour '{flavour}'", f"use one of {', '.join(FLAVOURS)}")
     src = tree.source_for(variant, ksrc)
-    kb = configure(variant, flavour, src)
+    kb = configure(variant, flavour, src, out)
     if do_build:
         build(kb)
     return kb

@@ -24,7 +24,9 @@ GUEST = ROOT / "guest"
 KBUILD_LOCK = Path("/tmp/mo-kbuild.lock")
 
 VARIANTS = ("patched", "vanilla", "broken")
-FLAVOURS = ("debug", "perf")
+FLAVOURS = ("debug", "perf", "builtin")
+# builtin: the debug kernel with the engines and swdma built in, not modules.
+DEBUG_FLAVOURS = ("debug", "builtin")
 
 
 def say(msg=""):

@@ -115,3 +115,52 @@ def test_report_rejudges_a_saved_log(tmp_path, capsys):
     assert out[-1] == "2 passed, 2 failed"     # test cases: brokentap 2 + 1, notap 1
     (tmp_path / "console.log").write_text((fix / "clean.log").read_text())
     assert cli.main(["report", str(tmp_path / "console.log"), "--suites", "kunit,migration"]) == 0
+
+
+def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True):
+    """cmd_test with builds and boots faked: returns (exit code, specs booted)."""
+    from types import SimpleNamespace
+    specs = []
+
+    def summary(passed, failed):
+        return SimpleNamespace(passed=passed, failed=failed, skipped=0,
+                               lines=lambda: [f"{'PASS' if not failed else 'FAIL'}  suite",
+                                              f"{passed} passed, {failed} failed"])
+
+    def boot(spec):
+        specs.append(spec)
+        builtin = spec.label.endswith("-builtin")
+        ok = builtin_ok or not builtin
+        return SimpleNamespace(ok=ok, summary=summary(40 if builtin else 200, 0 if ok else 1),
+                               report=SimpleNamespace(release="6.12.117"),
+                               console_log=tmp_path / "console.log")
+
+    def ensure(variant, flavour, ksrc=None):
+        return SimpleNamespace(variant=variant, flavour=flavour, bzimage=tmp_path / flavour,
+                               initramfs=tmp_path / f"{flavour}.cpio")
+
+    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc: None)
+    monkeypatch.setattr(cli.kernel, "ensure", ensure)
+    monkeypatch.setattr(cli.initramfs, "build", lambda kb: None)
+    monkeypatch.setattr(cli.initramfs, "guest_suites", lambda kb: [])
+    monkeypatch.setattr(cli.qemu, "boot", boot)
+    rc = cli.main(["test", "--skip-setup", "--skip-unit"])
+    return rc, specs
+
+
+def test_make_test_boots_the_engines_built_in_too(monkeypatch, tmp_path, capsys):
+    rc, specs = _fake_test_run(monkeypatch, tmp_path)
+    assert rc == 0
+    assert [s.kernel.name for s in specs] == ["debug", "builtin"]
+    assert "memory_offline" in specs[0].suites and specs[1].suites == list(cli.BUILTIN_SUITES)
+    # movable zone for memory_offline on both debug kernels; swdma channels set at boot
+    assert all("movablecore=20%" in s.cmdline_extra for s in specs)
+    assert "swdma.nr_chans=4" in specs[1].cmdline_extra and specs[1].require_debug
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "240 passed, 0 failed"        # cases of both boots
+
+
+def test_make_test_fails_when_the_builtin_boot_fails(monkeypatch, tmp_path, capsys):
+    rc, specs = _fake_test_run(monkeypatch, tmp_path, builtin_ok=False)
+    assert rc == 1 and len(specs) == 2
+    assert capsys.readouterr().out.splitlines()[-1] == "240 passed, 1 failed"

@@ -1,3 +1,6 @@
+import pytest
+
+from lab.molab.errors import LabError
 from lab.molab import kernel
 
 
@@ -47,3 +50,25 @@ def test_load_describes_foreign_out_dir(tmp_path):
     assert (kb.variant, kb.flavour, kb.release) == ("patched", "debug", "6.12.117+")
     assert kb.src == (tmp_path / "src").resolve()
     assert kb.bzimage == out.resolve() / "arch/x86/boot/bzImage"
+
+
+def test_builtin_flavour_is_debug_with_engines_built_in(tmp_path, monkeypatch):
+    for name in ("base", "debug", "perf", "patched", "patched-debug", "patched-builtin"):
+        (tmp_path / f"{name}.config").write_text("")
+    monkeypatch.setattr(kernel, "CONFIGS", tmp_path)
+    names = [p.name for p in kernel.fragments("patched", "builtin")]
+    assert names == ["base.config", "debug.config", "patched.config", "patched-debug.config",
+                     "patched-builtin.config"]
+    # debug does not pick up the builtin fragment
+    assert "patched-builtin.config" not in [p.name for p in kernel.fragments("patched", "debug")]
+    with pytest.raises(LabError, match="needs the series"):
+        kernel.fragments("vanilla", "builtin")
+
+
+def test_repo_builtin_fragment_builds_the_engines_in():
+    from lab.molab import kconfig
+    frags = kernel.fragments("patched", "builtin")
+    merged = kconfig.merge(kconfig.parse_file(p) for p in frags)
+    for opt in ("CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_MIGRATE_OFFLOAD_MTCOPY", "CONFIG_SWDMA"):
+        assert merged[opt] == "y", opt
+    assert merged["CONFIG_PROVE_LOCKING"] == "y" and merged["CONFIG_MEMORY_HOTREMOVE"] == "y"
