@@ -35,6 +35,7 @@ static int to_node = 1;
 static int nr_threads = 2;
 static double storm_secs;
 static bool shmem;
+static bool no_move;
 static int nodes[MAX_NODES];
 static int nr_nodes;
 
@@ -66,6 +67,9 @@ static void usage(int code)
 	       "                       every rewrite, for SECONDS or until SIGTERM;\n"
 	       "                       SIGUSR1 closes a window (see storm_windows)\n"
 	       "  -t, --threads N      movers, and writers (default 2)\n"
+	       "      --no-move        --storm without movers: the writers rewrite a\n"
+	       "                       buffer placed on --from while something else\n"
+	       "                       (memory offlining, compaction) migrates it\n"
 	       "Prints key=value lines; exit 0 if every byte survived, 1 if not,\n"
 	       "2 on a setup error.\n");
 	exit(code);
@@ -393,7 +397,7 @@ static int run_storm(void)
 	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	for (i = 0; i < nr_threads; i++)
-		if (pthread_create(&mover[i], NULL, mover_fn, &st[i]) ||
+		if ((!no_move && pthread_create(&mover[i], NULL, mover_fn, &st[i])) ||
 		    pthread_create(&writer[i], NULL, writer_fn, &st[i]))
 			die("pthread_create");
 	printf("storm_ready=1\n");
@@ -435,7 +439,8 @@ static int run_storm(void)
 	}
 	stop = 1;
 	for (i = 0; i < nr_threads; i++) {
-		pthread_join(mover[i], NULL);
+		if (!no_move)
+			pthread_join(mover[i], NULL);
 		pthread_join(writer[i], NULL);
 		moves += st[i].moves;
 		asked += st[i].pages_asked;
@@ -473,6 +478,7 @@ int main(int argc, char **argv)
 		{ "to", required_argument, NULL, 'T' },
 		{ "storm", required_argument, NULL, 'x' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "no-move", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -493,6 +499,7 @@ int main(int argc, char **argv)
 		case 'T': to_node = atoi(optarg); break;
 		case 'x': storm_secs = strtod(optarg, NULL); break;
 		case 't': nr_threads = atoi(optarg); break;
+		case 'N': no_move = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -501,8 +508,15 @@ int main(int argc, char **argv)
 		usage(2);
 	find_nodes();
 	set_folio_size(folio_kb);
-	if (storm_secs > 0)
+	if (no_move && storm_secs <= 0)
+		usage(2);
+	if (storm_secs > 0) {
+		/* Without movers, the buffer stays where it is faulted in. */
+		mask = 1UL << from_node;
+		if (no_move && set_mempolicy(MPOL_BIND, &mask, sizeof(mask) * 8))
+			die("set_mempolicy");
 		return run_storm();
+	}
 
 	/*
 	 * Fault the buffer in on --from, so that the placement move moves
