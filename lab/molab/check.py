@@ -1,12 +1,14 @@
-"""'make check': checkpatch on every patch, then a W=1 build of what the series touches."""
+"""'make check': checkpatch on every patch, a W=1 build of what the series touches, and
+cross builds of it for arm64 and 32-bit x86."""
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
-from . import kernel, tree
+from . import kconfig, kernel, tree
 from .errors import LabError
-from .util import BUILD, ROOT, git, locked, rel, say
+from .util import BUILD, CONFIGS, OUT, ROOT, git, locked, rel, say
 
 
 def checkpatch(src, patches):
@@ -106,6 +108,66 @@ def fixtures_apply(src):
     return out
 
 
+# Cross builds: (ARCH, CROSS_COMPILE, fragment, directories, options the final
+# .config must have: a value, or None for "not set").
+CROSS = (
+    ("arm64", "aarch64-linux-gnu-", "cross-arm64.config",
+     ("mm/", "drivers/migrate_offload/", "drivers/dma/"),
+     {"CONFIG_ARM64_MTE": "y", "CONFIG_MIGRATE_OFFLOAD": "y",
+      "CONFIG_MIGRATE_OFFLOAD_DCBM": "y", "CONFIG_MIGRATE_OFFLOAD_MTCOPY": "y",
+      "CONFIG_SWDMA": "y", "CONFIG_MIGRATE_OFFLOAD_KUNIT_TEST": "y"}),
+    ("i386", "", "cross-i386.config", ("mm/", "drivers/dma/"),
+     {"CONFIG_X86_32": "y", "CONFIG_HIGHMEM": "y", "CONFIG_MIGRATION": "y",
+      "CONFIG_MIGRATE_OFFLOAD": None, "CONFIG_SWDMA": None,
+      "CONFIG_MIGRATE_OFFLOAD_DCBM": None, "CONFIG_MIGRATE_OFFLOAD_MTCOPY": None}),
+)
+
+
+def cross_build(src, arch, cross, fragment, dirs, expect, changed):
+    """Configure tinyconfig + fragment for ARCH and build DIRS with W=1; returns problems."""
+    gcc = f"{cross}gcc"
+    if not shutil.which(gcc):
+        return [f"{arch}: {gcc} not found (run 'sh lab/setup.sh': it installs the cross compiler)"]
+    out = OUT / f"cross-{arch}"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "molab-check.log"
+    env = kernel._env()
+    mk = ["make", "-C", str(src), f"O={out}", f"ARCH={arch}", f"CC=ccache {gcc}"]
+    if cross:
+        mk.append(f"CROSS_COMPILE={cross}")
+    frag = CONFIGS / fragment
+    steps = [(locked([*mk, "-s", "tinyconfig"]), "make tinyconfig"),
+             ([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(out),
+               str(out / ".config"), str(frag)], "merge_config.sh"),
+             (locked([*mk, "-s", "olddefconfig"]), "make olddefconfig")]
+    for i, (cmd, what) in enumerate(steps):
+        if kernel._run_logged(cmd, log, {**env, "ARCH": arch}, mode="w" if i == 0 else "a"):
+            return [f"{arch}: {what} failed (see {rel(log)})"]
+    cfg = {k: v for k, v in kconfig.parse_file(out / ".config").items() if v != "n"}
+    problems = [f"{arch}: {opt} is {cfg.get(opt) or 'not set'}, want {want or 'not set'} "
+                f"(configs/{fragment})"
+                for opt, want in expect.items() if cfg.get(opt) != want]
+    for f in changed:
+        if f.endswith(".c") and any(f.startswith(d) for d in dirs):
+            obj = out / (f[:-2] + ".o")
+            if obj.exists():
+                obj.unlink()
+    rc = kernel._run_logged(locked([*mk, "W=1", f"-j{kernel.nproc()}", *dirs]), log, env)
+    text = Path(log).read_text(errors="replace")
+    if rc != 0:
+        cause, excerpt = kernel.build_failure(log)
+        for l in excerpt:
+            say(f"    | {l}")
+        problems.append(f"{arch}: build of {' '.join(dirs)} failed: {cause}")
+    warns = new_warnings(text, changed, src)
+    for f, n, l in warns:
+        say(f"    | {l}")
+    problems += [f"{arch}: W=1 warning at {f}:{n}" for f, n, _ in warns]
+    say(f"  {arch}: {'clean' if not problems else f'{len(problems)} problem(s)'} "
+        f"({' '.join(dirs)}; log {rel(log)})")
+    return problems
+
+
 def run_check(ksrc=None, flavour="debug"):
     src = tree.check_ksrc(ksrc) if ksrc else tree.DEFAULT_TREE
     if not (src / ".git").exists():
@@ -149,6 +211,9 @@ def run_check(ksrc=None, flavour="debug"):
         problems += [f"W=1 warning at {f}:{n}" for f, n, _ in warns]
         if not warns and rc == 0:
             say(f"  no warnings on lines the series touches (log {rel(log)})")
+    say("== cross builds: " + ", ".join(f"{c[0]} ({' '.join(c[3])})" for c in CROSS))
+    for arch, cross, fragment, cdirs, expect in CROSS:
+        problems += cross_build(src, arch, cross, fragment, cdirs, expect, changed)
     if problems:
         say(f"check: {len(problems)} problem(s)")
         for p in problems[:30]:
