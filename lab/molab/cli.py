@@ -19,10 +19,11 @@ KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
 TEST_SMP = 3
-# Debug boots get a movable zone (a fifth of RAM, spread over the nodes):
+# Debug boots get a movable zone (40% of RAM, spread over the nodes: the top
+# block of a node holds its node data, so 2 of its blocks must be movable):
 # the memory_offline suite offlines its blocks, which only a zone of
 # movable pages guarantees to be possible.
-DEBUG_CMDLINE = ("movablecore=20%",)
+DEBUG_CMDLINE = ("movablecore=40%",)
 # What the builtin kernel runs: the integrity matrix of every engine (KUnit
 # ran on the modular kernel already), with swdma's channels set at boot.
 BUILTIN_SUITES = ("engine_integrity",)

@@ -154,7 +154,7 @@ def test_make_test_boots_the_engines_built_in_too(monkeypatch, tmp_path, capsys)
     assert [s.kernel.name for s in specs] == ["debug", "builtin"]
     assert "memory_offline" in specs[0].suites and specs[1].suites == list(cli.BUILTIN_SUITES)
     # movable zone for memory_offline on both debug kernels; swdma channels set at boot
-    assert all("movablecore=20%" in s.cmdline_extra for s in specs)
+    assert all("movablecore=40%" in s.cmdline_extra for s in specs)
     assert "swdma.nr_chans=4" in specs[1].cmdline_extra and specs[1].require_debug
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "240 passed, 0 failed"        # cases of both boots
