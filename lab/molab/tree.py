@@ -280,6 +280,28 @@ def source_for(variant, ksrc=None):
     return t
 
 
+# series/cover-letter.txt: the cover letter's subject (first line) and body;
+# make export turns it into series/0000-cover-letter.patch around git's
+# shortlog and diffstat.
+COVER_SOURCE = "cover-letter.txt"
+
+
+def fill_cover_letter(path, text, date=None):
+    """Put the subject and body of TEXT into git's cover letter template at PATH.
+
+    DATE (the series head's) replaces git's "now", so that an export of the
+    same series writes the same file."""
+    subject, _, body = text.strip("\n").partition("\n")
+    cover = Path(path).read_text()
+    if date:
+        cover = re.sub(r"^Date: .*$", f"Date: {date}", cover, count=1, flags=re.M)
+    if "*** SUBJECT HERE ***" not in cover or "*** BLURB HERE ***" not in cover:
+        raise LabError(f"{path.name}: not git's cover letter template",
+                       "check the git version (format-patch --cover-letter)")
+    cover = cover.replace("*** SUBJECT HERE ***", subject.strip())
+    Path(path).write_text(cover.replace("*** BLURB HERE ***", body.strip("\n")))
+
+
 def export(ksrc=None):
     """Write base..series as series/NNNN-*.patch and series/series."""
     t = check_ksrc(ksrc) if ksrc else DEFAULT_TREE
@@ -289,19 +311,27 @@ def export(ksrc=None):
         if not git(t, "rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False):
             raise LabError(f"{rel(t)} has no '{ref}' ref", "create the tree with 'make tree'")
     SERIES.mkdir(exist_ok=True)
+    cover = SERIES / COVER_SOURCE
     with tempfile.TemporaryDirectory(prefix="export.", dir=SERIES) as tmp:
         run(["git", "-C", t, "-c", "core.abbrev=12", "-c", "diff.noprefix=false",
              "-c", "diff.mnemonicPrefix=false", "-c", "diff.renames=true",
              "-c", "format.signOff=false", "-c", "format.coverLetter=false",
-             "format-patch", "-q", "--no-signature", "--zero-commit", "--no-cover-letter",
+             "format-patch", "-q", "--no-signature", "--zero-commit",
+             "--cover-letter" if cover.exists() else "--no-cover-letter",
              "--no-thread", "--no-encode-email-headers",
              "-o", tmp, f"base..{BRANCH}"],
             what="git format-patch", capture=True)
         new = sorted(Path(tmp).glob("*.patch"))
+        for p in new:
+            if p.name.startswith("0000-"):
+                fill_cover_letter(p, cover.read_text(),
+                                  git(t, "log", "-1", "--format=%aD", BRANCH))
         for old in SERIES.glob("*.patch"):
             old.unlink()
         for p in new:
             shutil.move(str(p), SERIES / p.name)
+    # The cover letter goes to reviewers, not to git am.
+    new = [p for p in new if not p.name.startswith("0000-")]
     (SERIES / "series").write_text("".join(f"{p.name}\n" for p in new))
     say(f"  exported {len(new)} patch(es) to series/")
     for p in new:

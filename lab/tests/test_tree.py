@@ -190,3 +190,24 @@ def test_broken_worktree_is_the_series_plus_the_patch(repo, tmp_path, monkeypatc
     (broken / "mm" / "stray.c").write_text("x")
     tree.ensure_broken(repo, good)
     assert not (broken / "mm" / "stray.c").exists()
+
+
+def test_export_writes_the_cover_letter_outside_the_series(repo, tmp_path, monkeypatch):
+    series = tmp_path / "series"
+    monkeypatch.setattr(tree, "SERIES", series)
+    f = repo / "mm" / "migrate.c"
+    f.write_text(f.read_text().replace("line 1\n", "line one\n"))
+    git(repo, "commit", "-qam", "mm: one")
+    series.mkdir()
+    (series / "cover-letter.txt").write_text("mm: the subject\n\nThe body,\nwhy and how.\n")
+    paths = tree.export(repo)
+    assert [p.name for p in paths] == ["0001-mm-one.patch"]
+    assert (series / "series").read_text() == "0001-mm-one.patch\n"
+    cover = (series / "0000-cover-letter.patch").read_text()
+    assert "Subject: [PATCH 0/1] mm: the subject\n" in cover
+    assert "The body,\nwhy and how.\n" in cover and "***" not in cover
+    assert "mm: one" in cover                      # git's shortlog
+    date = git(repo, "log", "-1", "--format=%aD", "series").strip()
+    assert f"\nDate: {date}\n" in cover           # the series head's, not now
+    tree.export(repo)
+    assert (series / "0000-cover-letter.patch").read_text() == cover   # deterministic
