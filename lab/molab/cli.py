@@ -25,10 +25,11 @@ TEST_SMP = 3
 # the memory_offline suite offlines its blocks, which only a zone of
 # movable pages guarantees to be possible.
 DEBUG_CMDLINE = ("movablecore=40%",)
-# What the builtin kernel runs: the integrity matrix of every engine (KUnit
-# ran on the modular kernel already), with swdma's channels set at boot.
-BUILTIN_SUITES = ("engine_integrity",)
-BUILTIN_CMDLINE = ["swdma.nr_chans=4", "kunit.enable=0"]
+# What the builtin kernel runs: KUnit (whose engine listing then holds the
+# built-in engines too) and the integrity matrix of every engine, with
+# swdma's channels set at boot.
+BUILTIN_SUITES = ("kunit", "engine_integrity")
+BUILTIN_CMDLINE = ["swdma.nr_chans=4"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -296,6 +297,7 @@ def cmd_test(a):
             spec = _boot_spec(a, kbb, list(BUILTIN_SUITES), "", "test", smp=TEST_SMP)
             spec.label = f"{a.label or 'test'}-builtin"
             spec.cmdline_extra += BUILTIN_CMDLINE
+            spec.kunit_suites = KUNIT_SUITES
             spec.require_debug = True
             boots.append(("engines built in", qemu.boot(spec)))
     say("== results")
