@@ -13,9 +13,9 @@ from .util import DEBUG_FLAVOURS, FLAVOURS, ROOT, VARIANTS, Timer, fmt_secs, rel
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 # What make test must run: a suite that is missing from the initramfs, or a
 # KUnit suite absent from the boot log, fails the run instead of shrinking it.
-TEST_SUITES = ("kunit", "migration", "dma_faults", "engine_cycles", "engine_integrity",
-               "engine_params", "kunit_under_load", "memory_offline", "migrate_offload",
-               "migration_batched")
+TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
+               "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
+               "migrate_offload", "migration_batched")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
