@@ -61,6 +61,8 @@ FAILURE_PATTERNS = [
                              r"|rcu_\w+ detected (?:expedited )?stalls on CPUs"
                              r"|rcu: INFO: \w+ detected expedited stalls")),
     ("panic", re.compile(r"Kernel panic")),
+    # The console lost kernel messages: a splat may be among them.
+    ("log-lost", re.compile(r"printk messages dropped|console messages dropped")),
 ]
 
 # The oops report names the faulting instruction a few lines later.
@@ -224,6 +226,7 @@ class ConsoleScanner:
         self._file = None
         self._begun = False
         self._oops = None      # the oops whose RIP line is still to come
+        self._frag = None      # guest text a kernel message cut off
         self.states = {}
         self.release = None
 
@@ -233,6 +236,13 @@ class ConsoleScanner:
         line = line.rstrip("\r\n").replace("\r", "")
         events = []
         guest, kmsgs = split_kernel(line)
+        # A kernel message that lands inside a guest line ends that line: the
+        # guest's text before it and the rest on a later line are one line
+        # ("not o" + "k 3 ..." must not lose the "not ok").
+        if self._frag is not None and not (kmsgs and not guest):
+            guest, self._frag = self._frag + guest, None
+        if kmsgs and guest:
+            self._frag, guest = (self._frag or "") + guest, ""
         if kmsgs:
             self._ts_seen = True
         elif not self._ts_seen:
@@ -357,6 +367,11 @@ class ConsoleScanner:
         return events
 
     def finish(self):
+        if self._frag is not None:
+            # The guest's last line never got its rest (it died mid-line).
+            frag, self._frag = self._frag, None
+            self.line_no -= 1
+            self.feed(frag)
         if self._file is not None and not self._file.ended:
             self._file.error = "transfer cut short (no @@MO-FILE-END)"
         return ConsoleReport(findings=self.findings, blocks=self.blocks, files=self.files,

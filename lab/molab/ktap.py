@@ -47,7 +47,9 @@ class TestCase:
 
     @property
     def skipped(self):
-        return self.directive == "SKIP"
+        # An expected failure (TODO, XFAIL) tested nothing that passed: it
+        # counts as a skip, so a suite of them is "nothing was tested".
+        return self.directive in ("SKIP", "TODO", "XFAIL")
 
     @property
     def failed(self):
@@ -199,6 +201,16 @@ def parse_text(text, strip_ts=True):
     return parse(text.splitlines(), strip_ts=strip_ts)
 
 
+def _numbering(where, tests):
+    """Results numbered other than 1, 2, ..., N in order (duplicates, gaps)."""
+    nums = [t.number for t in tests if t.number is not None]
+    if nums and nums != list(range(1, len(nums) + 1)):
+        bad = next(i + 1 for i, n in enumerate(nums) if n != i + 1)
+        return [f"{where + ': ' if where else ''}results not numbered 1..{len(nums)} "
+                f"(result {bad} is numbered {nums[bad - 1]}): duplicated or lost results"]
+    return []
+
+
 def problems(res):
     """Structural problems that make a TAP stream untrustworthy (list of str)."""
     out = []
@@ -206,6 +218,10 @@ def problems(res):
         out.append(f"bail out: {res.bail_out}")
     if res.planned is not None and res.plan_skip is None and len(res.tests) != res.planned:
         out.append(f"planned {res.planned} tests, {len(res.tests)} reported")
+    if res.planned is None and res.tests:
+        out.append(f"{len(res.tests)} results without a plan (1..N): the stream may be "
+                   f"cut short")
+    out.extend(_numbering("", res.tests))
     if res.orphans:
         out.append(f"{len(res.orphans)} subtest result(s) without a parent result "
                    f"(suite cut short?)")
@@ -214,6 +230,7 @@ def problems(res):
         name = f"{path}.{t.name}" if path else t.name
         if t.planned is not None and len(t.subtests) != t.planned:
             out.append(f"{name}: planned {t.planned} subtests, {len(t.subtests)} reported")
+        out.extend(_numbering(name, t.subtests))
         for s in t.subtests:
             walk(s, name)
     for t in res.tests:

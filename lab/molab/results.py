@@ -105,6 +105,12 @@ def load_known_failures(path):
     return known
 
 
+# kselftest harness lines for a test that did not fail by itself: a known
+# failure's text next to them excuses nothing.
+_ABNORMAL = re.compile(r"terminated by timeout|terminated unexpectedly|by signal \d+"
+                       r"|timed out|Segmentation fault|core dumped")
+
+
 def _diagnostic_text(tc):
     return "\n".join([tc.reason, *tc.diagnostics])
 
@@ -118,7 +124,10 @@ def _match_known(name, tc, known, release):
     if not kf.applies_to(release):
         return False, (f"listed as a known failure of {kf.seen_on}, but this kernel is "
                        f"{release or 'unknown'}: check it there and update lab/known-failures")
-    if kf.text not in _diagnostic_text(tc):
+    text = _diagnostic_text(tc)
+    if _ABNORMAL.search(text):
+        return False, "listed as a known failure, but this time it crashed or timed out"
+    if kf.text not in text:
         return False, (f"listed as a known failure with the text '{kf.text}', but it failed "
                        f"otherwise")
     return True, ""
@@ -211,8 +220,37 @@ def evaluate_block(name, block, known=None, release=None):
         return SuiteResult(name, FAIL, "missing: no /opt/mo/suites/%s or /opt/mo/%s "
                                        "in the initramfs" % (name, name), rc=127)
     tap = ktap.parse(block.lines)
-    return evaluate_tap(name, tap, rc=block.rc, seconds=block.seconds, known=known,
-                        release=release)
+    if block.rc is None:
+        return SuiteResult(name, FAIL, f"ended without an exit code (console line "
+                                       f"{block.end_line}: '@@MO-END {name} {block.note}' "
+                                       f"garbled?)",
+                           tests=len(tap.leaves()), seconds=block.seconds)
+    res = evaluate_tap(name, tap, rc=block.rc, seconds=block.seconds, known=known,
+                       release=release)
+    totals = kselftest_totals(block.lines)
+    if res.status == PASS and totals and (totals["fail"] or totals["error"] or
+                                          totals["xpass"]):
+        res.status = FAIL
+        res.reason = (f"the kselftest harness counted fail:{totals['fail']} "
+                      f"error:{totals['error']} xpass:{totals['xpass']}, "
+                      f"which its TAP results do not show")
+    return res
+
+
+_TOTALS = re.compile(r"^#\s*Totals:\s*pass:(?P<pass>\d+)\s+fail:(?P<fail>\d+)\s+"
+                     r"xfail:(?P<xfail>\d+)\s+xpass:(?P<xpass>\d+)\s+skip:(?P<skip>\d+)"
+                     r"\s+error:(?P<error>\d+)")
+
+
+def kselftest_totals(lines):
+    """Summed '# Totals:' lines of kselftest programs in a block ({} if none)."""
+    out = {}
+    for line in lines:
+        m = _TOTALS.match(line.strip())
+        if m:
+            for k, v in m.groupdict().items():
+                out[k] = out.get(k, 0) + int(v)
+    return out
 
 
 def kunit_lines(boot_lines):
@@ -248,12 +286,20 @@ def evaluate_kunit(report, known=None, expect=()):
                                           "user space")
     tap = ktap.parse(lines, strip_ts=False)
     res = evaluate_tap("kunit", tap, known=known, release=report.release)
-    ran = {t.name for t in tap.tests}
+    ran = {t.name: t for t in tap.tests}
     missing = [s for s in expect if s not in ran]
-    if missing:
+    # An expected suite whose every case skipped tested nothing, even if
+    # other suites passed.
+    idle = [s for s in expect if s in ran and
+            not any(not t.failed and not t.skipped for t in ran[s].leaves())]
+    if missing or idle:
         res.status = FAIL
-        res.reason = (f"KUnit suite(s) absent: {', '.join(missing)}" +
-                      (f"; {res.reason}" if res.reason else ""))
+        why = []
+        if missing:
+            why.append(f"KUnit suite(s) absent: {', '.join(missing)}")
+        if idle:
+            why.append(f"KUnit suite(s) with no passed case (all skipped): {', '.join(idle)}")
+        res.reason = "; ".join(why) + (f"; {res.reason}" if res.reason else "")
     if res.status == FAIL and not reached_init and "planned" in res.reason:
         res.reason += " (kernel died during KUnit?)"
     return res
@@ -291,8 +337,16 @@ def health_problems(report, require_debug=False):
             out.append("the guest reported no end state (@@MO-STATE end)")
         return out
     start = report.states.get("start", {})
+    keys = ("tainted", "debug_locks", "kmemleak")
     for phase, st in (("start", start), ("end", end)):
-        p = taint_problem(st.get("tainted", "0"))
+        if phase == "start" and not start:
+            continue
+        missing = [k for k in keys if k not in st]
+        if missing:
+            out.append(f"the guest's {phase} state lacks {', '.join(missing)} "
+                       f"(@@MO-STATE garbled?)")
+            continue
+        p = taint_problem(st.get("tainted"))
         if p and not (phase == "end" and st.get("tainted") == start.get("tainted") and start):
             out.append(f"{p} at the {phase} of the run")
     if require_debug:

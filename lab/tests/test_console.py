@@ -81,7 +81,8 @@ def test_kernel_message_inside_guest_line_is_split():
     assert rep.first.kind == "warning"
     assert rep.first.text.startswith("WARNING: CPU: 1 PID: 77 at mm/migrate.c:1234")
     blk = rep.block("stress")
-    assert blk.lines[2] == "ok 1 str"        # the guest's part of the broken line
+    # the guest's line a kernel message cut in two is whole again
+    assert blk.lines[2] == "ok 1 stress"
     assert any("cut here" in k for k in blk.kernel_lines)
 
 
@@ -293,3 +294,14 @@ def test_boot_lines_stop_at_first_suite():
     rep = scan((FIX / "clean.log").read_text())
     assert any("KTAP version 1" in l for l in rep.boot_lines)
     assert not any("@@MO-BEGIN" in l for l in rep.boot_lines)
+
+
+def test_dropped_kernel_messages_fail_the_run():
+    rep = scan(ts("Linux", "0.0") + "\n" + ts("** 12 printk messages dropped **") + "\n")
+    assert rep.status == console.STATUS_FAIL and rep.first.kind == "log-lost"
+
+
+def test_a_guest_line_cut_by_a_dying_kernel_is_kept():
+    rep = scan("\n".join([ts("Linux", "0.0"), "@@MO-BEGIN s", "1..1",
+                          "not ok 1 a" + ts("Kernel panic - not syncing: x")]))
+    assert rep.block("s").lines[-1] == "not ok 1 a"

@@ -131,7 +131,7 @@ def test_kernel_health_at_the_end_of_the_run():
     assert health("tainted=0 debug_locks=1 kmemleak=off", debug=False).ok
     s = health("")                                                   # no end state at all
     assert not s.ok and "no end state" in s.lines()[-2]
-    s = health("tainted=4096 debug_locks=1 kmemleak=on", start="tainted=4096")  # O at boot
+    s = health("tainted=4096 debug_locks=1 kmemleak=on", start="tainted=4096 debug_locks=1 kmemleak=on")  # O at boot
     assert not s.ok and "at the start" in " ".join(s.lines())
 
 
@@ -221,3 +221,65 @@ def test_repo_known_failures_file_parses():
     from lab.molab.qemu import KNOWN_FAILURES
     known = results.load_known_failures(KNOWN_FAILURES)
     assert all(isinstance(v, dict) for v in known.values())
+
+
+def test_expected_kunit_suite_with_every_case_skipped_fails():
+    text = (FIX / "clean.log").read_text()
+    text = text.replace("ok 1 register_unregister", "ok 1 register_unregister # SKIP no engine")
+    s = results.evaluate_kunit(console.scan_text(text), expect=("migrate_copy", "migrator_api"))
+    assert s.status == "FAIL" and "no passed case (all skipped): migrator_api" in s.reason
+
+
+def _one(body, rc="rc=0", name="s"):
+    log = f"[ 0.0] Linux\n@@MO-BEGIN {name}\n{body}\n@@MO-END {name} {rc} t=1\n@@MO-DONE\n"
+    return results.summarize(console.scan_text(log), [name]).suites[0]
+
+
+def test_a_kernel_message_cannot_hide_a_failed_result():
+    # "not o" + kernel message + "k 2 b": the guest's line is joined again
+    s = _one("TAP version 13\n1..2\nok 1 a\nnot o[   3.1] random: crng reseeded\n"
+             "[   3.2] another message\nk 2 b", rc="rc=1")
+    assert s.status == "FAIL" and s.failed_names == ["b"], s.reason
+    # the END marker itself cut in two keeps its exit code
+    log = ("[ 0.0] Linux\n@@MO-BEGIN s\n1..1\nok 1 a\n@@MO-END s r[   3.1] msg\nc=3 t=1\n"
+           "@@MO-DONE\n")
+    s = results.summarize(console.scan_text(log), ["s"]).suites[0]
+    assert s.status == "FAIL" and s.rc == 3
+
+
+def test_an_end_marker_without_exit_code_fails():
+    s = _one("1..1\nok 1 a", rc="")
+    assert s.status == "FAIL" and "without an exit code" in s.reason
+
+
+def test_structural_tap_problems_fail():
+    s = _one("ok 1 a\nok 2 b")                              # no plan
+    assert s.status == "FAIL" and "without a plan" in s.reason
+    s = _one("1..2\nok 1 a\nok 1 b")                        # duplicated number
+    assert s.status == "FAIL" and "not numbered 1..2" in s.reason
+    s = _one("1..2\nok 1 a\nok 3 b")                        # a lost result
+    assert s.status == "FAIL" and "numbered 3" in s.reason
+    s = _one("1..2\nnot ok 1 a # TODO\nok 2 b # XFAIL")     # nothing passed
+    assert s.status == "FAIL" and "nothing was tested" in s.reason
+    s = _one("1..2\nnot ok 1 a # TODO later\nok 2 b")       # a TODO is not a pass
+    assert s.status == "PASS" and (s.passed, s.skipped) == (1, 1)
+
+
+def test_kselftest_totals_that_disagree_with_tap_fail():
+    body = "TAP version 13\n1..1\nok 1 a\n# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0"
+    assert _one(body).status == "PASS"
+    s = _one(body.replace("error:0", "error:1"))
+    assert s.status == "FAIL" and "error:1" in s.reason
+
+
+def test_known_failure_that_timed_out_is_not_excused(tmp_path):
+    rep = _mig(("not ok 2", "# shared_anon_htlb: Test terminated by timeout\nnot ok 2"))
+    s = results.summarize(rep, ["migration"], known=_known(tmp_path)).suites[0]
+    assert s.status == "FAIL" and "crashed or timed out" in s.reason
+
+
+def test_incomplete_state_lines_fail():
+    text = (FIX / "clean.log").read_text().replace(
+        "@@MO-STATE end tainted=262144 debug_locks=1 kmemleak=on", "@@MO-STATE end tainted=0")
+    s = results.summarize(console.scan_text(text), ["sample"])
+    assert not s.ok and any("end state lacks debug_locks, kmemleak" in h for h in s.health)
