@@ -85,12 +85,18 @@ static void read_stats(long long *v)
 	if (!f)
 		die("/proc/vmstat");
 	for (i = 0; i < NR_STATS; i++)
-		v[i] = 0;
+		v[i] = -1;
 	while (fscanf(f, "%127s %lld", name, &val) == 2)
 		for (i = 0; i < NR_STATS; i++)
 			if (!strcmp(name, stat_names[i]))
 				v[i] = val;
 	fclose(f);
+	/* An absent counter must not read as "nothing happened". */
+	for (i = 0; i < NR_STATS; i++)
+		if (v[i] < 0) {
+			fprintf(stderr, "mo_migrate: /proc/vmstat has no %s\n", stat_names[i]);
+			exit(2);
+		}
 }
 
 static int write_file(const char *path, const char *val)

@@ -57,8 +57,15 @@ param_rejects() {
 	[ "$(param "$1" "$2")" = "$_old" ] || { t_diag "$1.$2 changed to $(param "$1" "$2")"; return 1; }
 }
 
-# vmstat VAR...: the current value of each pgmigrate counter, as shell vars.
-vm() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+# vm COUNTER: its value in /proc/vmstat. A counter that is absent (a kernel
+# without the series' counters) would read as 0 and every delta as "nothing
+# happened": bail out of the suite instead (stderr reaches the console).
+vm() {
+	awk -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }' /proc/vmstat && return
+	echo "Bail out! /proc/vmstat has no $1" >&2
+	echo "no-counter-$1"
+	return 1
+}
 
 # kv FILE KEY: the value of KEY=value lines in FILE.
 kv() { sed -n "s/^$2=//p" "$1"; }

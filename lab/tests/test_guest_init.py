@@ -1,5 +1,6 @@
 """guest/init.sh pieces that can run on the host (with busybox sh)."""
 
+from pathlib import Path
 import re
 import shutil
 import subprocess
@@ -94,3 +95,17 @@ def test_guest_script_is_posix_sh_syntax(script):
     sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(path)] or ["sh", "-n", str(path)]
     r = subprocess.run(sh, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(not BUSYBOX or not Path("/proc/vmstat").exists(), reason="busybox or /proc")
+def test_vm_bails_out_on_an_absent_counter():
+    lib = MO_LIB.read_text()
+    m = re.search(r"^vm\(\) {.*?^}\n", lib, re.S | re.M)
+    assert m
+    run = lambda name: subprocess.run([BUSYBOX, "sh", "-c", m.group(0) + f"vm {name}"],
+                                      capture_output=True, text=True)
+    r = run("nr_free_pages")                 # present on every kernel
+    assert r.returncode == 0 and r.stdout.strip().isdigit()
+    r = run("pgmigrate_no_such_counter")
+    assert r.returncode != 0 and "Bail out! /proc/vmstat has no" in r.stderr
+    assert not r.stdout.strip().isdigit()    # no number that reads as "nothing moved"
