@@ -262,7 +262,7 @@ def cmd_test(a):
                 return EXIT_FAIL
     with timer.step("tree"):
         say("== tree")
-        tree.ensure_tree(a.ksrc)
+        tree.ensure_tree(a.ksrc, match_series=True)
     variant = "patched"
     if a.break_patch:
         variant = "broken"
@@ -321,7 +321,7 @@ def cmd_check(a):
     if not a.skip_setup:
         run_setup()
     say("== tree")
-    tree.ensure_tree(a.ksrc)
+    tree.ensure_tree(a.ksrc, match_series=True)
     if a.each:
         return EXIT_OK if check.build_each(a.ksrc, a.flavour) else EXIT_FAIL
     return EXIT_OK if check.run_check(a.ksrc, a.flavour) else EXIT_FAIL
@@ -387,7 +387,7 @@ def cmd_bench(a):
     with timer.step("setup"):
         run_setup()      # a failed setup stops the bench with its reason
     with timer.step("tree"):
-        tree.ensure_tree(a.ksrc)
+        tree.ensure_tree(a.ksrc, match_series=True)
     with timer.step("build"):
         say("== kernels vanilla-perf and patched-perf")
         builds = bench.prepare(["vanilla", "patched"], "perf", a.ksrc)

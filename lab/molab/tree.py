@@ -201,8 +201,44 @@ def ensure_vanilla(tree):
     return VANILLA_TREE
 
 
-def ensure_tree(ksrc=None, reset=False):
-    """Make sure the patched tree exists (see 'make tree'); returns its path."""
+def _patch_ids(tree, patch_texts):
+    """git patch-id --stable of each patch text (None where git finds none)."""
+    out = []
+    for text in patch_texts:
+        r = subprocess.run(["git", "-C", str(tree), "patch-id", "--stable"], input=text,
+                           capture_output=True, text=True)
+        out.append(r.stdout.split()[0] if r.returncode == 0 and r.stdout.split() else None)
+    return out
+
+
+def series_mismatch(tree, patches):
+    """Why build/linux does not hold exactly series/ ('' if it does).
+
+    make test and make bench judge the series; a tree with uncommitted
+    changes, another branch checked out, or commits that differ from
+    series/*.patch would make them judge something else."""
+    if is_dirty(tree):
+        return "it has uncommitted changes"
+    head = git(tree, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if head != BRANCH:
+        return f"HEAD is {head or 'detached'}, not the {BRANCH} branch"
+    shas = git(tree, "rev-list", "--reverse", f"base..{BRANCH}", check=False).split()
+    if len(shas) != len(patches):
+        return f"{len(shas)} commit(s) on base, series/series lists {len(patches)}"
+    mine = _patch_ids(tree, [git(tree, "format-patch", "--stdout", "-1", c) + "\n"
+                             for c in shas])
+    theirs = _patch_ids(tree, [Path(p).read_text() for p in patches])
+    for i, (a, b) in enumerate(zip(mine, theirs)):
+        if a != b:
+            return f"commit {i + 1} differs from series/{Path(patches[i]).name}"
+    return ""
+
+
+def ensure_tree(ksrc=None, reset=False, match_series=False):
+    """Make sure the patched tree exists (see 'make tree'); returns its path.
+
+    With ``match_series`` the lab's own tree must hold exactly series/
+    (see series_mismatch()); a KSRC tree is the user's and is used as is."""
     if ksrc:
         t = check_ksrc(ksrc)
         if reset:
@@ -233,6 +269,12 @@ def ensure_tree(ksrc=None, reset=False):
                 say(f"  old {BRANCH} branch saved as {backup}")
             git(t, "checkout", "-q", "-B", BRANCH, "base", what="git checkout -B series base")
             am_series(t, patches)
+        elif match_series:
+            why = series_mismatch(t, patches)
+            if why:
+                raise LabError(f"{rel(t)} is not the series in series/: {why}",
+                               "after changing the tree: commit and 'make export'; to test "
+                               "series/ as it is: 'make tree RESET=1' (keeps a backup branch)")
     ensure_vanilla(t)
     head = git(t, "log", "-1", "--format=%h %s", check=False)
     n = git(t, "rev-list", "--count", f"base..{BRANCH}", check=False)

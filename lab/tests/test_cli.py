@@ -139,7 +139,7 @@ def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True):
         return SimpleNamespace(variant=variant, flavour=flavour, bzimage=tmp_path / flavour,
                                initramfs=tmp_path / f"{flavour}.cpio")
 
-    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc: None)
+    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
     monkeypatch.setattr(cli.kernel, "ensure", ensure)
     monkeypatch.setattr(cli.initramfs, "build", lambda kb: None)
     monkeypatch.setattr(cli.initramfs, "guest_suites", lambda kb: [])

@@ -211,3 +211,30 @@ def test_export_writes_the_cover_letter_outside_the_series(repo, tmp_path, monke
     assert f"\nDate: {date}\n" in cover           # the series head's, not now
     tree.export(repo)
     assert (series / "0000-cover-letter.patch").read_text() == cover   # deterministic
+
+
+def test_make_test_refuses_a_tree_that_is_not_the_series(repo, tmp_path, monkeypatch):
+    series = tmp_path / "series"
+    monkeypatch.setattr(tree, "SERIES", series)
+    f = repo / "mm" / "migrate.c"
+    f.write_text(f.read_text().replace("line 1\n", "line one\n"))
+    git(repo, "commit", "-qam", "mm: one")
+    tree.export(repo)
+    patches = tree.series_patches()
+    assert tree.series_mismatch(repo, patches) == ""
+    # a commit message change alone keeps the patch-id: still the series
+    git(repo, "commit", "-q", "--amend", "-m", "mm: one, reworded")
+    assert tree.series_mismatch(repo, patches) == ""
+    # an uncommitted edit
+    f.write_text(f.read_text().replace("line 3\n", "line three\n"))
+    assert "uncommitted" in tree.series_mismatch(repo, patches)
+    # a fixup committed but not exported
+    git(repo, "commit", "-qam", "fixup! mm: one")
+    assert "2 commit(s) on base, series/series lists 1" in tree.series_mismatch(repo, patches)
+    git(repo, "reset", "-q", "--soft", "HEAD~2")
+    git(repo, "commit", "-qm", "mm: one")
+    assert "commit 1 differs from series/0001-mm-one.patch" in \
+        tree.series_mismatch(repo, patches)
+    # another branch checked out
+    git(repo, "checkout", "-q", "base")
+    assert "not the series branch" in tree.series_mismatch(repo, patches)
