@@ -81,7 +81,7 @@ def test_cmd_bench_leaves_boots_with_findings_out_and_lists_them(monkeypatch, tm
     runs[2].retried = [fake_result("patched-r1", tmp_path, STATUS_EMULATOR, [int3(5)])]
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)      # no lab/setup.sh
     monkeypatch.setattr(cli, "run_setup", lambda: None, raising=False)
-    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc: None)
+    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
     monkeypatch.setattr(bench, "prepare", lambda *a, **k: {})
     monkeypatch.setattr(bench, "alternate", lambda *a, **k: runs)
     monkeypatch.setattr(cli, "_host_facts", lambda builds: {
@@ -151,7 +151,7 @@ def test_rerender_fails_a_run_that_had_boots_with_findings(tmp_path):
 
 def _patch_bench(monkeypatch, runs):
     monkeypatch.setattr(cli, "run_setup", lambda: None)
-    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc: None)
+    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
     monkeypatch.setattr(bench, "prepare", lambda *a, **k: {})
     monkeypatch.setattr(bench, "alternate", lambda *a, **k: runs)
     monkeypatch.setattr(cli, "_host_facts", lambda builds: {
