@@ -15,7 +15,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 # KUnit suite absent from the boot log, fails the run instead of shrinking it.
 TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
-               "migrate_offload", "migration_batched")
+               "migrate_offload", "migration_batched", "mtcopy_cpus")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -26,10 +26,11 @@ TEST_SMP = 3
 # movable pages guarantees to be possible.
 DEBUG_CMDLINE = ("movablecore=40%",)
 # What the builtin kernel runs: KUnit (whose engine listing then holds the
-# built-in engines too) and the integrity matrix of every engine, with
-# swdma's channels set at boot.
-BUILTIN_SUITES = ("kunit", "engine_integrity")
-BUILTIN_CMDLINE = ["swdma.nr_chans=4"]
+# built-in engines too), the integrity matrix of every engine, with
+# swdma's channels set at boot, and mtcopy_cpus with CPU 2 isolated (the
+# main boot runs it without isolation: each boot checks its own case).
+BUILTIN_SUITES = ("kunit", "engine_integrity", "mtcopy_cpus")
+BUILTIN_CMDLINE = ["swdma.nr_chans=4", "isolcpus=2"]
 
 
 class Parser(argparse.ArgumentParser):

@@ -272,6 +272,16 @@ def test_kselftest_totals_that_disagree_with_tap_fail():
     assert s.status == "FAIL" and "error:1" in s.reason
 
 
+def test_kselftest_totals_count_a_known_failure(tmp_path):
+    totals = "# Totals: pass:1 fail:1 xfail:0 xpass:0 skip:0 error:0\n"
+    rep = _mig(("@@MO-END", totals + "@@MO-END"))
+    s = results.summarize(rep, ["migration"], known=_known(tmp_path)).suites[0]
+    assert s.status == "PASS", s.reason
+    rep = _mig(("@@MO-END", totals.replace("fail:1", "fail:2") + "@@MO-END"))
+    s = results.summarize(rep, ["migration"], known=_known(tmp_path)).suites[0]
+    assert s.status == "FAIL" and "fail:2" in s.reason
+
+
 def test_known_failure_that_timed_out_is_not_excused(tmp_path):
     rep = _mig(("not ok 2", "# shared_anon_htlb: Test terminated by timeout\nnot ok 2"))
     s = results.summarize(rep, ["migration"], known=_known(tmp_path)).suites[0]
