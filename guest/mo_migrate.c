@@ -36,6 +36,7 @@ static int nr_threads = 2;
 static double storm_secs;
 static bool shmem;
 static bool no_move;
+static bool fail_moves;
 static int nodes[MAX_NODES];
 static int nr_nodes;
 
@@ -70,6 +71,8 @@ static void usage(int code)
 	       "      --no-move        --storm without movers: the writers rewrite a\n"
 	       "                       buffer placed on --from while something else\n"
 	       "                       (memory offlining, compaction) migrates it\n"
+	       "      --fail-moves     the measured move runs with make-it-fail set,\n"
+	       "                       for fault injection with task-filter=Y\n"
 	       "Prints key=value lines; exit 0 if every byte survived, 1 if not,\n"
 	       "2 on a setup error.\n");
 	exit(code);
@@ -485,6 +488,7 @@ int main(int argc, char **argv)
 		{ "storm", required_argument, NULL, 'x' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "no-move", no_argument, NULL, 'N' },
+		{ "fail-moves", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -506,6 +510,7 @@ int main(int argc, char **argv)
 		case 'x': storm_secs = strtod(optarg, NULL); break;
 		case 't': nr_threads = atoi(optarg); break;
 		case 'N': no_move = true; break;
+		case 'M': fail_moves = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -541,11 +546,16 @@ int main(int argc, char **argv)
 		printf("note: only %zu of %zu pages placed on node %d\n", on,
 		       buf_len / page_size, from_node);
 
+	/* Only the measured move: the placement move must not use up faults. */
+	if (fail_moves && write_file("/proc/thread-self/make-it-fail", "1"))
+		die("/proc/thread-self/make-it-fail (needs CONFIG_FAULT_INJECTION)");
 	read_stats(before);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	on = move(buf, buf_len, to_node, &busy);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	read_stats(after);
+	if (fail_moves && write_file("/proc/thread-self/make-it-fail", "0"))
+		die("/proc/thread-self/make-it-fail");
 	bad = check(buf, 0, buf_len, 0, "after the move");
 
 	printf("pages=%zu\nmoved=%zu\nnot_moved=%zu\nbad_bytes=%zu\n",

@@ -89,7 +89,7 @@ def test_tap_passed(tmp_path, tap, passed):
 
 @pytest.mark.parametrize("script", ["lib/mo_lib.sh", "suites/dma_faults", "suites/dcbm_chans", "suites/dcbm_late",
                                     "suites/engine_cycles", "suites/kunit_under_load", "suites/memory_offline", "suites/mtcopy_cpus",
-                                    "suites/engine_integrity", "suites/migration_batched"])
+                                    "suites/engine_integrity", "suites/migration_batched", "suites/poison"])
 def test_guest_script_is_posix_sh_syntax(script):
     path = ROOT / "guest" / script
     sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(path)] or ["sh", "-n", str(path)]
