@@ -61,9 +61,24 @@ FAILURE_PATTERNS = [
                              r"|rcu_\w+ detected (?:expedited )?stalls on CPUs"
                              r"|rcu: INFO: \w+ detected expedited stalls")),
     ("panic", re.compile(r"Kernel panic")),
+    # Failures the kernel reports without a splat header or a taint: an
+    # allocation that warned (nothing here may fail without __GFP_NOWARN),
+    # the OOM killer, duplicate sysfs/debugfs names (a module's state left
+    # behind by an earlier instance).
+    ("alloc-failure", re.compile(r"page allocation failure: order:")),
+    ("oom", re.compile(r"invoked oom-killer|Out of memory: Killed process")),
+    ("duplicate-name", re.compile(r"sysfs: cannot create duplicate filename"
+                                  r"|kobject_add_internal failed"
+                                  r"|debugfs: (?:Directory|File) '[^']*' .*already present")),
     # The console lost kernel messages: a splat may be among them.
     ("log-lost", re.compile(r"printk messages dropped|console messages dropped")),
 ]
+
+# A stack dump belongs to the report above it; one with no finding in the
+# STACK_WINDOW console lines before it (dump_stack() from a driver, a
+# fault-injection report) is a finding of its own.
+STACK_RE = re.compile(r"\bCall Trace:")
+STACK_WINDOW = 300
 
 # The oops report names the faulting instruction a few lines later.
 RIP_RE = re.compile(r"\bRIP: [0-9a-f]{4}:(?P<where>[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)")
@@ -260,6 +275,9 @@ class ConsoleScanner:
                 self.release = rel_m.group(1)
         for msg in kmsgs:
             kind = classify(msg, self.accel)
+            if not kind and STACK_RE.search(msg) and (
+                    not self.findings or self.line_no - self.findings[-1].line_no > STACK_WINDOW):
+                kind = "stack-dump"
             if kind:
                 found_here = True
                 f = Finding(kind, self.line_no, msg.strip())

@@ -132,6 +132,9 @@ def parse(lines, strip_ts=True):
             continue
         if not looks_like_tap(s):
             res.unknown.append(s)
+            # A test's own output (printf, perror) between its "# RUN" and
+            # its result: part of its diagnostics, at the current depth.
+            diag.setdefault(len(indents) - 1 if indents else 0, []).append(s)
             continue
         width = _indent(line)
         # Map the indentation width to a nesting depth.

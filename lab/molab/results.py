@@ -71,6 +71,10 @@ class KnownFailure:
     text: str           # a substring of its failure diagnostics
     why: str = ""
 
+    def texts(self):
+        """The substrings that must all be in the diagnostics ("a && b")."""
+        return [t.strip() for t in self.text.split(" && ") if t.strip()]
+
     def applies_to(self, release):
         """True if ``release`` (uname -r) is the release the entry was seen on."""
         return release is not None and (release == self.seen_on or
@@ -127,10 +131,17 @@ def _match_known(name, tc, known, release):
     text = _diagnostic_text(tc)
     if _ABNORMAL.search(text):
         return False, "listed as a known failure, but this time it crashed or timed out"
-    if kf.text not in text:
-        return False, (f"listed as a known failure with the text '{kf.text}', but it failed "
-                       f"otherwise")
+    missing = [t for t in kf.texts() if t not in text]
+    if missing:
+        return False, (f"listed as a known failure with the text '{missing[0]}', but it "
+                       f"failed otherwise")
     return True, ""
+
+
+def _skip_known(tc, known):
+    """Whether lab/known-failures lists this skip (name and skip reason)."""
+    kf = known.get(tc.name)
+    return kf is not None and all(t in tc.reason for t in kf.texts())
 
 
 def evaluate_tap(name, tap, rc=None, seconds=None, known=None, release=None):
@@ -196,6 +207,16 @@ def evaluate_tap(name, tap, rc=None, seconds=None, known=None, release=None):
         why = tap.plan_skip or (leaves[0].reason if leaves else "")
         res.reason = (f"all {total} tests skipped" if total else "skipped") + \
             (f": {why}" if why else "") + ": nothing was tested"
+        return res
+    # A skip is a test that did not run: only a listed one is allowed.
+    unexcused = [t for t in leaves if t.skipped and not _skip_known(t, known)]
+    if unexcused:
+        res.status = FAIL
+        first = unexcused[0]
+        res.reason = (f"{len(unexcused)} test(s) skipped: {_names([(t.name, t) for t in unexcused])}"
+                      + (f" ({first.directive}: {first.reason})" if first.reason else "")
+                      + ": a skipped test did not run; make its precondition hold or list "
+                        "it in lab/known-failures")
         return res
     explained = 1 if expected else 0
     if rc not in (None, 0, explained):
@@ -371,6 +392,7 @@ class RunSummary:
     health: list = field(default_factory=list)
     accel: str = "single"
     all_findings: list = field(default_factory=list)
+    protocol: list = field(default_factory=list)
 
     # The tally counts test cases. A suite that failed without a failed case
     # (crash, exit code, missing) counts as one failure, and so does each
@@ -391,6 +413,7 @@ class RunSummary:
         n += bool(self.boot_problem)
         n += len(self.file_problems)
         n += len(self.health)
+        n += len(self.protocol)
         return n
 
     @property
@@ -415,6 +438,8 @@ class RunSummary:
             out.append(f"FAIL  files  {p}")
         for p in self.health:
             out.append(f"FAIL  kernel  {p}")
+        for p in self.protocol:
+            out.append(f"FAIL  protocol  {p}")
         tally = f"{self.passed} passed, {self.failed} failed"
         if self.skipped:
             tally += f", {self.skipped} skipped"
@@ -466,6 +491,13 @@ def summarize(report, suites, boot_problem="", known=None, kunit_suites=(),
     for xf in report.files:
         if xf.error:
             summ.file_problems.append(f"{xf.name}: {xf.error}")
+    # Only the last block of a suite is judged: a second one (a rerun, a
+    # replayed console) could hide a failed first run.
+    for name in dict.fromkeys(b.name for b in report.blocks):
+        runs = sum(1 for b in report.blocks if b.name == name)
+        if runs > 1:
+            summ.protocol.append(f"suite {name} ran {runs} times: each run must be judged")
+    summ.protocol.extend(report.protocol_errors)
     if not boot_problem and not report.done and not summ.boot_problem:
         summ.boot_problem = "the guest did not finish (no @@MO-DONE)"
     return summ

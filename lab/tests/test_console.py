@@ -222,6 +222,12 @@ SCANNER_GAPS = [
     ("kmemleak-off", "kmemleak: Kernel memory leak detector disabled"),
     ("kmemleak-off", "kmemleak: Memory pool empty, consider increasing CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE"),
     ("lockdep-off", "turning off the locking correctness validator."),
+    ("alloc-failure", "dcbm: page allocation failure: order:4, mode:0x40cc0(GFP_KERNEL|__GFP_COMP)"),
+    ("oom", "mo_migrate invoked oom-killer: gfp_mask=0x140dca, order=0, oom_score_adj=0"),
+    ("oom", "Out of memory: Killed process 901 (mo_migrate) total-vm:70000kB"),
+    ("duplicate-name", "sysfs: cannot create duplicate filename '/kernel/mm/migrate_offload'"),
+    ("duplicate-name", "kobject_add_internal failed for dcbm with -EEXIST, don't try to register"),
+    ("duplicate-name", "debugfs: Directory 'dcbm' with parent '/' already present!"),
 ]
 
 
@@ -305,3 +311,16 @@ def test_a_guest_line_cut_by_a_dying_kernel_is_kept():
     rep = scan("\n".join([ts("Linux", "0.0"), "@@MO-BEGIN s", "1..1",
                           "not ok 1 a" + ts("Kernel panic - not syncing: x")]))
     assert rep.block("s").lines[-1] == "not ok 1 a"
+
+
+def test_a_stack_dump_without_a_report_is_a_finding():
+    # dump_stack() with no splat header (a driver's own, a fault injection's)
+    lines = [ts("Linux", "0.0"), ts("FAULT_INJECTION: forcing a failure."), ts("CPU: 1 PID: 9"),
+             ts("Call Trace:"), ts(" <TASK>"), "@@MO-DONE"]
+    rep = scan("\n".join(lines))
+    assert rep.status == console.STATUS_FAIL and rep.first.kind == "stack-dump"
+    # the stack of a report already found is part of that finding
+    lines = [ts("Linux", "0.0"), ts("WARNING: CPU: 0 PID: 1 at mm/migrate.c:10 f+0x1/0x2"),
+             ts("Call Trace:"), ts(" <TASK>"), "@@MO-DONE"]
+    rep = scan("\n".join(lines))
+    assert [f.kind for f in rep.findings] == ["warning"]
