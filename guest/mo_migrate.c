@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/mo_pages.h"
+
 #define MAX_NODES 8
 
 static size_t page_size;
@@ -494,6 +496,7 @@ int main(int argc, char **argv)
 	};
 	long long before[NR_STATS], after[NR_STATS];
 	size_t i, on, busy, bad;
+	double share, share_after;
 	unsigned long mask;
 	struct timespec t0, t1;
 	uint8_t *buf;
@@ -545,6 +548,14 @@ int main(int argc, char **argv)
 	if (on != buf_len / page_size)
 		printf("note: only %zu of %zu pages placed on node %d\n", on,
 		       buf_len / page_size, from_node);
+	/* A "2048K" move of 4K pages would test something else. */
+	share = folio_share(buf, buf_len, folio_kb);
+	printf("folio_share=%.1f\n", share);
+	if (!(share >= 90)) {
+		fprintf(stderr, "mo_migrate: only %.1f%% of the buffer in %zuK folios (90%% needed)\n",
+			share, folio_kb);
+		return 2;
+	}
 
 	/* Only the measured move: the placement move must not use up faults. */
 	if (fail_moves && write_file("/proc/thread-self/make-it-fail", "1"))
@@ -557,9 +568,17 @@ int main(int argc, char **argv)
 	if (fail_moves && write_file("/proc/thread-self/make-it-fail", "0"))
 		die("/proc/thread-self/make-it-fail");
 	bad = check(buf, 0, buf_len, 0, "after the move");
+	share_after = folio_share(buf, buf_len, folio_kb);
 
 	printf("pages=%zu\nmoved=%zu\nnot_moved=%zu\nbad_bytes=%zu\n",
 	       buf_len / page_size, on, busy, bad);
+	/* The move keeps folio sizes: a batch path that split them shows. */
+	printf("folio_share_after=%.1f\n", share_after);
+	if (!(share_after >= 90)) {
+		printf("corrupt: only %.1f%% of the buffer in %zuK folios after the move\n",
+		       share_after, folio_kb);
+		bad++;
+	}
 	printf("seconds=%.6f\n", t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	for (i = 0; i < NR_STATS; i++)
 		printf("%s=%lld\n", stat_names[i], after[i] - before[i]);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where a buffer's pages are and how they are grouped, for the guest
+ * programs (mo_migrate, mo_bench): /proc/self/pagemap and /proc/kpageflags
+ * (root, CONFIG_PROC_PAGE_MONITOR). Header-only, so that each static
+ * program includes it.
+ */
+#ifndef MO_PAGES_H
+#define MO_PAGES_H
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h) */
+#define KPF_COMPOUND_HEAD 15
+#define KPF_COMPOUND_TAIL 16
+
+/* Per-page /proc/self/pagemap entries of [@p, @p + @len), or NULL. */
+static inline uint64_t *read_pagemap(const void *p, size_t len)
+{
+	size_t psize = sysconf(_SC_PAGESIZE), n = len / psize, done = 0;
+	uint64_t *ent = malloc(n * sizeof(*ent));
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0 || !ent) {
+		if (fd >= 0)
+			close(fd);
+		free(ent);
+		return NULL;
+	}
+	while (done < n) {
+		off_t off = ((uintptr_t)p / psize + done) * sizeof(*ent);
+		ssize_t r = pread(fd, ent + done, (n - done) * sizeof(*ent), off);
+
+		if (r <= 0) {
+			close(fd);
+			free(ent);
+			return NULL;
+		}
+		done += r / sizeof(*ent);
+	}
+	close(fd);
+	return ent;
+}
+
+#define PM_PFN(e) ((e) & ((1ULL << 55) - 1))
+#define PM_PRESENT(e) (((e) >> 63) & 1)
+
+struct kpf_cache {
+	int fd;
+	uint64_t base, n;
+	uint64_t v[512];
+};
+
+static inline int kpf_get(struct kpf_cache *c, uint64_t pfn, uint64_t *flags)
+{
+	if (pfn < c->base || pfn >= c->base + c->n) {
+		ssize_t r;
+
+		c->base = pfn & ~511ULL;
+		r = pread(c->fd, c->v, sizeof(c->v), c->base * 8);
+		if (r < 8 || (pfn - c->base) >= (uint64_t)r / 8) {
+			c->n = 0;
+			return -1;
+		}
+		c->n = r / 8;
+	}
+	*flags = c->v[pfn - c->base];
+	return 0;
+}
+
+/*
+ * Percentage of the buffer's pages that sit in folios of exactly @kb
+ * (pagemap + kpageflags); NaN when that cannot be read (no root, no
+ * CONFIG_PROC_PAGE_MONITOR).
+ */
+static inline double folio_share(const void *p, size_t len, long kb)
+{
+	size_t psize = sysconf(_SC_PAGESIZE);
+	size_t n = len / psize, i = 0, match = 0, want = kb * 1024 / psize;
+	uint64_t *pm = read_pagemap(p, len), fl;
+	struct kpf_cache c = { .n = 0 };
+
+	if (!pm)
+		return NAN;
+	c.fd = open("/proc/kpageflags", O_RDONLY);
+	if (c.fd < 0) {
+		free(pm);
+		return NAN;
+	}
+	while (i < n) {
+		uint64_t pfn = PM_PFN(pm[i]);
+		size_t j;
+
+		if (!PM_PRESENT(pm[i])) {
+			i++;
+			continue;
+		}
+		if (!pfn || kpf_get(&c, pfn, &fl)) {	/* PFNs hidden */
+			match = SIZE_MAX;
+			break;
+		}
+		if (fl & (1ULL << KPF_COMPOUND_HEAD)) {
+			for (j = i + 1; j < n; j++) {
+				uint64_t t;
+
+				if (!PM_PRESENT(pm[j]) || PM_PFN(pm[j]) != pfn + (j - i) ||
+				    kpf_get(&c, PM_PFN(pm[j]), &t) ||
+				    !(t & (1ULL << KPF_COMPOUND_TAIL)))
+					break;
+			}
+			if (j - i == want)
+				match += j - i;
+			i = j;
+		} else {
+			if (!(fl & (1ULL << KPF_COMPOUND_TAIL)) && want == 1)
+				match++;
+			i++;
+		}
+	}
+	close(c.fd);
+	free(pm);
+	if (match == SIZE_MAX)
+		return NAN;
+	return 100.0 * match / n;
+}
+
+#endif /* MO_PAGES_H */
