@@ -343,3 +343,14 @@ def test_a_suite_that_ran_twice_fails():
     log = "[ 0.0] Linux\n@@MO-END t rc=0 t=1\n@@MO-DONE\n"
     summ = results.summarize(console.scan_text(log), [])
     assert not summ.ok and any("without BEGIN" in p for p in summ.protocol)
+
+
+def test_an_engine_falling_back_outside_its_fault_suites_fails():
+    msg = "[  9.1] dcbm: DMA copies timed out repeatedly, falling back to the cpu copy"
+    log = ("[ 0.0] Linux\n@@MO-BEGIN {n}\n1..1\nok 1 a\n" + msg +
+           "\n@@MO-END {n} rc=0 t=1\n@@MO-DONE\n")
+    s = results.summarize(console.scan_text(log.format(n="engine_integrity")),
+                          ["engine_integrity"]).suites[0]
+    assert s.status == "FAIL" and "falling back" in s.reason, s.reason
+    s = results.summarize(console.scan_text(log.format(n="dcbm_late")), ["dcbm_late"]).suites[0]
+    assert s.status == "PASS", s.reason
