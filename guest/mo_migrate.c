@@ -39,6 +39,7 @@ static double storm_secs;
 static bool shmem;
 static bool no_move;
 static bool fail_moves;
+static bool use_mbind;
 static int nodes[MAX_NODES];
 static int nr_nodes;
 
@@ -73,6 +74,10 @@ static void usage(int code)
 	       "      --no-move        --storm without movers: the writers rewrite a\n"
 	       "                       buffer placed on --from while something else\n"
 	       "                       (memory offlining, compaction) migrates it\n"
+	       "      --mbind          the measured move by mbind(MPOL_MF_MOVE): one\n"
+	       "                       migrate_pages() call for the whole buffer, where\n"
+	       "                       move_pages() of large folios migrates them one\n"
+	       "                       at a time (6.12) and stops at the first failure\n"
 	       "      --fail-moves     the measured move runs with make-it-fail set,\n"
 	       "                       for fault injection with task-filter=Y\n"
 	       "Prints key=value lines; exit 0 if every byte survived, 1 if not,\n"
@@ -191,8 +196,12 @@ static size_t check(const uint8_t *buf, size_t base, size_t len,
 	return bad;
 }
 
-/* Move @n pages at @addr to @node; returns pages now on @node. */
-static size_t move(uint8_t *addr, size_t len, int node, size_t *busy)
+/*
+ * Move the pages at @addr to @node (or, !@do_move, only look); returns the
+ * pages now on @node.
+ */
+static size_t move_or_query(uint8_t *addr, size_t len, int node, size_t *busy,
+			    bool do_move)
 {
 	size_t n = len / page_size, i, on = 0;
 	void **pages = malloc(n * sizeof(*pages));
@@ -206,7 +215,7 @@ static size_t move(uint8_t *addr, size_t len, int node, size_t *busy)
 		nodev[i] = node;
 		status[i] = INT32_MIN;
 	}
-	if (move_pages(0, n, pages, nodev, status, MPOL_MF_MOVE) < 0)
+	if (do_move && move_pages(0, n, pages, nodev, status, MPOL_MF_MOVE) < 0)
 		die("move_pages");
 	if (move_pages(0, n, pages, NULL, status, 0) < 0)
 		die("move_pages(query)");
@@ -218,6 +227,11 @@ static size_t move(uint8_t *addr, size_t len, int node, size_t *busy)
 	free(nodev);
 	free(status);
 	return on;
+}
+
+static size_t move(uint8_t *addr, size_t len, int node, size_t *busy)
+{
+	return move_or_query(addr, len, node, busy, true);
 }
 
 static void find_nodes(void)
@@ -491,6 +505,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "no-move", no_argument, NULL, 'N' },
 		{ "fail-moves", no_argument, NULL, 'M' },
+		{ "mbind", no_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -514,6 +529,7 @@ int main(int argc, char **argv)
 		case 't': nr_threads = atoi(optarg); break;
 		case 'N': no_move = true; break;
 		case 'M': fail_moves = true; break;
+		case 'B': use_mbind = true; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -562,7 +578,15 @@ int main(int argc, char **argv)
 		die("/proc/thread-self/make-it-fail (needs CONFIG_FAULT_INJECTION)");
 	read_stats(before);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	on = move(buf, buf_len, to_node, &busy);
+	if (use_mbind) {
+		/* Without MPOL_MF_STRICT: pages that stay are counted below. */
+		mask = 1UL << to_node;
+		if (mbind(buf, buf_len, MPOL_BIND, &mask, sizeof(mask) * 8, MPOL_MF_MOVE))
+			die("mbind(MPOL_MF_MOVE)");
+		on = move_or_query(buf, buf_len, to_node, &busy, false);
+	} else {
+		on = move(buf, buf_len, to_node, &busy);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	read_stats(after);
 	if (fail_moves && write_file("/proc/thread-self/make-it-fail", "0"))
