@@ -109,3 +109,13 @@ def test_vm_bails_out_on_an_absent_counter():
     r = run("pgmigrate_no_such_counter")
     assert r.returncode != 0 and "Bail out! /proc/vmstat has no" in r.stderr
     assert not r.stdout.strip().isdigit()    # no number that reads as "nothing moved"
+
+
+def test_guest_makefile_ignores_a_suites_variable_from_the_command_line():
+    # "make test SUITES=a,b" reaches "make -C guest" through MAKEFLAGS: the
+    # guest Makefile's own list of suites must not be replaced by it.
+    r = subprocess.run(["make", "-s", "-C", str(ROOT / "guest"), "help", "SUITES=kunit,x"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if l.startswith("suites:"))
+    assert "poison" in line and "kunit,x" not in line, line
