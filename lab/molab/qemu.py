@@ -13,6 +13,8 @@ The public API (also what a benchmark uses):
 Topology: node0 = cpu0 + 1G, node1 = cpu1 + 1G, node2 = 1G memory only;
 distances 0-1: 20, 0-2 and 1-2: 30. More CPUs (smp > 2) alternate between
 node0 and node1. Every CPU is its own socket, so no cache is shared across nodes.
+Machine q35 with an ACPI HMAT (hmat=on) that describes node 2 as slower
+memory (80 ns, 2 GB/s against 10-20 ns, 5-10 GB/s): a lower memory tier.
 """
 
 import json
@@ -117,6 +119,24 @@ def accel_args(accel):
     raise LabError(f"unknown accel '{accel}'", f"use one of {', '.join(ACCELS)}")
 
 
+# ACPI HMAT (-machine hmat=on): what each initiator (a node with CPUs) sees
+# of each memory node, as (latency ns, bandwidth). Node 2 is slower memory,
+# so the kernel puts it in a lower memory tier than nodes 0-1 (memory_tier4
+# = 0-1, memory_tier180 = 2), demotes to it and promotes from it. The DRAM
+# nodes must look alike from their own initiators: memory-tiers takes the
+# first as the reference and drops HMAT-based tiers on a mismatch.
+HMAT_LOCAL = (10, "10G")
+HMAT_REMOTE = (20, "5G")
+HMAT_SLOW = (80, "2G")
+CPU_NODES = (0, 1)
+
+
+def hmat_perf(initiator, target):
+    if target not in CPU_NODES:
+        return HMAT_SLOW
+    return HMAT_LOCAL if initiator == target else HMAT_REMOTE
+
+
 def numa_args(smp, node_mem_mb, prealloc=False):
     if smp < 2:
         raise LabError("the NUMA topology needs at least 2 CPUs", "use --smp 2 or more")
@@ -125,9 +145,17 @@ def numa_args(smp, node_mem_mb, prealloc=False):
         args += ["-object", f"memory-backend-ram,id=mem{n},size={node_mem_mb}M"
                  + (",prealloc=on" if prealloc else "")]
         cpus = "".join(f",cpus={c}" for c in range(smp) if n < 2 and c % 2 == n)
-        args += ["-numa", f"node,nodeid={n}{cpus},memdev=mem{n}"]
+        # HMAT wants an initiator for every node; node 2 has no CPU: node 0's.
+        init = n if n in CPU_NODES else CPU_NODES[0]
+        args += ["-numa", f"node,nodeid={n}{cpus},memdev=mem{n},initiator={init}"]
     for a, b, d in ((0, 1, 20), (0, 2, 30), (1, 2, 30)):
         args += ["-numa", f"dist,src={a},dst={b},val={d}"]
+    for i in CPU_NODES:
+        for t in range(3):
+            lat, bw = hmat_perf(i, t)
+            hl = f"hmat-lb,initiator={i},target={t},hierarchy=memory"
+            args += ["-numa", f"{hl},data-type=access-latency,latency={lat}",
+                     "-numa", f"{hl},data-type=access-bandwidth,bandwidth={bw}"]
     return args
 
 
@@ -137,7 +165,8 @@ def qemu_command(spec, accel=None):
     # One socket per CPU: a package (and its LLC) never spans two NUMA nodes,
     # which the kernel would WARN about (topology_sane).
     smp = f"{spec.smp},sockets={spec.smp},cores=1,threads=1"
-    return [spec.qemu, *accel_args(accel), "-cpu", cpu, "-smp", smp,
+    # q35 with hmat=on: the ACPI HMAT that places node 2 in a lower memory tier.
+    return [spec.qemu, "-machine", "q35,hmat=on", *accel_args(accel), "-cpu", cpu, "-smp", smp,
             "-m", f"{3 * spec.node_mem_mb}M", *numa_args(spec.smp, spec.node_mem_mb, spec.prealloc),
             "-nographic", "-no-reboot", "-nic", "none",
             "-kernel", str(spec.kernel), "-initrd", str(spec.initrd),

@@ -105,10 +105,42 @@ def test_numa_topology_arguments():
     assert pre.count("size=1024M,prealloc=on") == 3
 
 
+def test_hmat_makes_node2_slower_memory():
+    args = qemu.numa_args(3, 1024)
+    nodes = [a for a in args if a.startswith("node,")]
+    # HMAT needs an initiator for every node; node 2's is a node with CPUs.
+    assert [n.rsplit(",", 1)[1] for n in nodes] == ["initiator=0", "initiator=1", "initiator=0"]
+    lb = {}
+    for a in args:
+        if a.startswith("hmat-lb,"):
+            kv = dict(x.split("=") for x in a.split(",")[1:])
+            key = (int(kv["initiator"]), int(kv["target"]), kv["data-type"])
+            assert key not in lb
+            lb[key] = kv.get("latency") or kv.get("bandwidth")
+    # Every initiator sees every target, latency and bandwidth.
+    assert len(lb) == 2 * 3 * 2
+    gb = lambda v: float(v.rstrip("G"))
+    for i in (0, 1):
+        lat = {t: int(lb[(i, t, "access-latency")]) for t in range(3)}
+        bw = {t: gb(lb[(i, t, "access-bandwidth")]) for t in range(3)}
+        assert lat[2] > max(lat[0], lat[1]) and bw[2] < min(bw[0], bw[1])
+        assert lat[i] < lat[1 - i] and bw[i] > bw[1 - i]
+    # The DRAM nodes look alike from their own initiators (memory-tiers'
+    # reference check), and node 2 alike from both.
+    assert lb[(0, 0, "access-latency")] == lb[(1, 1, "access-latency")]
+    assert lb[(0, 0, "access-bandwidth")] == lb[(1, 1, "access-bandwidth")]
+    assert lb[(0, 2, "access-latency")] == lb[(1, 2, "access-latency")]
+    # SLIT distances unchanged.
+    joined = " ".join(args)
+    for d in ("src=0,dst=1,val=20", "src=0,dst=2,val=30", "src=1,dst=2,val=30"):
+        assert f"dist,{d}" in joined
+
+
 def test_command_line():
     spec = qemu.BootSpec(kernel=Path("k"), initrd=Path("i"), suites=["a", "b"], accel="multi")
     cmd = qemu.qemu_command(spec)
-    assert cmd[:3] == ["qemu-system-x86_64", "-accel", "tcg,thread=multi"]
+    assert cmd[:5] == ["qemu-system-x86_64", "-machine", "q35,hmat=on", "-accel",
+                       "tcg,thread=multi"]
     assert cmd[cmd.index("-m") + 1] == "3072M"
     assert "-no-reboot" in cmd and "-nographic" in cmd
     assert cmd[cmd.index("-smp") + 1] == "2,sockets=2,cores=1,threads=1"
