@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "lib/mo_pages.h"
+#include "lib/mo_pattern.h"
 
 #define PROG "mo_bench"
 #define MAX_LIST 32
@@ -638,44 +639,22 @@ static uint8_t *map_aligned(size_t len)
 	return (uint8_t *)start;
 }
 
-static inline uint64_t pattern_word(uint64_t idx, uint64_t seed)
-{
-	uint64_t x = (idx + seed * 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
-
-	return x ^ (x >> 29);
-}
-
 /* Fill @len bytes (a multiple of 8) at @p, which is at @base in the buffer. */
 static void fill(uint8_t *p, size_t base, size_t len, uint64_t seed)
 {
-	uint64_t *w = (uint64_t *)p, idx = base / 8;
-	size_t i, n = len / 8;
-
-	for (i = 0; i < n; i++)
-		w[i] = pattern_word(idx + i, seed);
+	mo_pattern_fill(p, base, len, seed);
 }
 
-/* Bytes that differ from the pattern; the first is reported. */
+/* Bytes that differ from the pattern (guest/lib/mo_pattern.h); the first is reported. */
 static size_t verify(const uint8_t *p, size_t base, size_t len, uint64_t seed,
 		     const char *what)
 {
-	const uint64_t *w = (const uint64_t *)p;
-	uint64_t idx = base / 8;
-	size_t i, n = len / 8, bad = 0;
+	struct mo_bad first = { 0 };
+	size_t bad = mo_pattern_verify(p, base, len, seed, &first);
 
-	for (i = 0; i < n; i++) {
-		uint64_t want = pattern_word(idx + i, seed), x = w[i] ^ want;
-		int b;
-
-		if (!x)
-			continue;
-		if (!bad && what)
-			note("%s: corrupted data at byte offset %zu: %#llx, want %#llx",
-			     what, base + i * 8, (unsigned long long)w[i],
-			     (unsigned long long)want);
-		for (b = 0; b < 8; b++)
-			bad += !!((x >> (8 * b)) & 0xff);
-	}
+	if (bad && what)
+		note("%s: corrupted data at byte offset %zu: %#x, want %#x",
+		     what, first.off, first.got, first.want);
 	return bad;
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lib/mo_pages.h"
+#include "lib/mo_pattern.h"
 
 #define MAX_NODES 8
 
@@ -149,50 +150,26 @@ static void set_folio_size(size_t kb)
 }
 
 /*
- * The 8 bytes at @off (a multiple of 8) of the buffer in generation @gen:
- * they depend on the page, the offset in it and the generation, and no two
- * generations give the same word at the same offset (the multiplier of
- * @gen is odd), so a stale copy of a page never passes for the current one.
+ * The buffer holds the pattern of guest/lib/mo_pattern.h with a generation
+ * number as seed: 0 after the fill, then per page the generation its writer
+ * wrote last; no two generations give the same word at the same offset, so
+ * a stale copy of a page never passes for the current one.
  */
-static inline uint64_t pattern64(size_t off, unsigned int gen)
-{
-	return (off >> 3) * 0x9e3779b97f4a7c15ULL + gen * 0xff51afd7ed558ccdULL;
-}
-
-/* The byte at @off of the buffer in generation @gen (little endian). */
-static inline uint8_t pattern(size_t off, unsigned int gen)
-{
-	return (uint8_t)(pattern64(off & ~(size_t)7, gen) >> (8 * (off & 7)));
-}
-
-/* Fill @len bytes at @buf, which is at offset @base of the buffer; whole words. */
 static void fill(uint8_t *buf, size_t base, size_t len, unsigned int gen)
 {
-	uint64_t *w = (uint64_t *)buf;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		w[i] = pattern64(base + 8 * i, gen);
+	mo_pattern_fill(buf, base, len, gen);
 }
 
 /* Number of bad bytes; reports the first. */
 static size_t check(const uint8_t *buf, size_t base, size_t len,
 		    unsigned int gen, const char *when)
 {
-	const uint64_t *w = (const uint64_t *)buf;
-	size_t i, j, bad = 0;
+	struct mo_bad first = { 0 };
+	size_t bad = mo_pattern_verify(buf, base, len, gen, &first);
 
-	for (i = 0; i < len / 8; i++) {
-		if (w[i] == pattern64(base + 8 * i, gen))
-			continue;
-		for (j = 8 * i; j < 8 * i + 8; j++) {
-			if (buf[j] == pattern(base + j, gen))
-				continue;
-			if (!bad++)
-				printf("corrupt: %s: byte %zu is %#x, want %#x\n",
-				       when, base + j, buf[j], pattern(base + j, gen));
-		}
-	}
+	if (bad)
+		printf("corrupt: %s: byte %zu is %#x, want %#x\n",
+		       when, first.off, first.got, first.want);
 	return bad;
 }
 
