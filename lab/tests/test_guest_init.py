@@ -89,7 +89,8 @@ def test_tap_passed(tmp_path, tap, passed):
 
 @pytest.mark.parametrize("script", ["lib/mo_lib.sh", "suites/dma_faults", "suites/dcbm_chans", "suites/dcbm_late",
                                     "suites/engine_cycles", "suites/kunit_under_load", "suites/memory_offline", "suites/mtcopy_cpus",
-                                    "suites/engine_integrity", "suites/migration_batched", "suites/poison"])
+                                    "suites/engine_integrity", "suites/migration_batched", "suites/poison",
+                                    "suites/tiering"])
 def test_guest_script_is_posix_sh_syntax(script):
     path = ROOT / "guest" / script
     sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(path)] or ["sh", "-n", str(path)]
@@ -119,3 +120,64 @@ def test_guest_makefile_ignores_a_suites_variable_from_the_command_line():
     assert r.returncode == 0, r.stderr
     line = next(l for l in r.stdout.splitlines() if l.startswith("suites:"))
     assert "poison" in line and "kunit,x" not in line, line
+
+
+TIERING = ROOT / "guest" / "suites" / "tiering"
+
+
+def _sh_funcs(path, *names):
+    text = path.read_text()
+    out = []
+    for n in names:
+        m = re.search(rf"^{n}\(\) {{.*?^}}\n", text, re.S | re.M)
+        assert m, n
+        out.append(m.group(0))
+    return "".join(out)
+
+
+TRACE = """\
+# tracer: nop
+              sh-90      [001] .....    10.000001: mm_migrate_pages: nr_succeeded=512 nr_failed=0 nr_thp_succeeded=0 nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=demotion
+              sh-90      [001] .....    10.000002: mm_migrate_batch_copy: reason=demotion mode=MIGRATE_ASYNC engine=dcbm folios=500 pages=500 engine_pages=480 cpu_pages=20 lost=0 poisoned=0 ns=1000
+              sh-90      [001] .....    10.000003: mm_migrate_batch_copy: reason=demotion mode=MIGRATE_ASYNC engine=dcbm folios=12 pages=12 engine_pages=12 cpu_pages=0 lost=0 poisoned=0 ns=1000
+         mo_tier-91      [000] .....    11.000000: mm_migrate_batch_copy: reason=numa_misplaced mode=MIGRATE_ASYNC engine=cpu folios=1 pages=1 engine_pages=0 cpu_pages=1 lost=0 poisoned=0 ns=10
+         mo_tier-91      [000] .....    11.000001: mm_migrate_pages: nr_succeeded=1 nr_failed=0 nr_thp_succeeded=0 nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced
+"""
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("call,want", [
+    ('mig \'f["reason"] == "demotion"\'', "512"),
+    ('mig \'f["reason"] != "demotion"\'', "1"),
+    ('bce n \'f["reason"] == "demotion"\'', "2"),
+    ('bce pages \'f["reason"] == "demotion"\'', "512"),
+    ('bce engine_pages \'f["reason"] == "demotion" && f["engine"] == "dcbm"\'', "492"),
+    ('bce n \'f["reason"] == "demotion" && f["engine"] == "cpu"\'', "0"),
+    ('bce max_folios \'f["reason"] == "numa_misplaced"\'', "1"),
+    ('bce max_folios \'f["reason"] == "demotion"\'', "500"),
+    ("bce n 1", "3"),
+    ('bce n \'f["reason"] == "compaction"\'', "0"),
+])
+def test_tiering_trace_sums(tmp_path, call, want):
+    (tmp_path / "trace").write_text(TRACE)
+    script = f"W={tmp_path}\n" + _sh_funcs(TIERING, "tsum") + \
+        'mig() { tsum mm_migrate_pages nr_succeeded "$1"; }\n' \
+        'bce() { tsum mm_migrate_batch_copy "$@"; }\n' + call
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == want, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_tiering_counters_and_tiers(tmp_path):
+    (tmp_path / "a").write_text("pgdemote_kswapd 5\npgdemote_direct 10\npgpromote_success 1\n")
+    (tmp_path / "b").write_text("pgdemote_kswapd 7\npgdemote_direct 30\npgpromote_success 1\n")
+    funcs = _sh_funcs(TIERING, "delta", "in_list")
+    run = lambda c: subprocess.run([BUSYBOX, "sh", "-c", funcs + c], capture_output=True, text=True)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run(f"delta {a} {b} pgdemote").stdout.strip() == "22"
+    assert run(f"delta {a} {b} pgpromote_success").stdout.strip() == "0"
+    r = run(f"delta {a} {b} pgmigrate_batch_copied")
+    assert r.returncode != 0 and not r.stdout.strip().isdigit()
+    for lst, n, ok in (("0-1", 0, True), ("0-1", 1, True), ("0-1", 2, False), ("2", 2, True),
+                       ("0,2-3", 3, True), ("0,2-3", 1, False), ("12", 1, False)):
+        assert (run(f"in_list {lst} {n}").returncode == 0) == ok, (lst, n)

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mo_tier: hold anonymous memory on one NUMA node while writer and reader
+ * threads keep checking every byte of it, and report where its pages are,
+ * so that something else (memory.reclaim demoting it, NUMA balancing
+ * promoting it or moving it to the task's node) can migrate it under them.
+ *
+ *   mo_tier --size MB --on NODE [--writers N] [--readers N] [--interval S]
+ *
+ * The buffer (4K pages, MADV_NOHUGEPAGE) is faulted in bound to NODE, then
+ * the task's policy goes back to default, so that demotion and NUMA
+ * balancing may move it. Its first half belongs to the writers: each owns
+ * a slice and rewrites it page by page, checking every byte of a page
+ * against the generation written to it last before writing the next one.
+ * The second half belongs to the readers: each owns a slice and keeps
+ * checking it against the pattern it was filled with, without writing.
+ * Every page is touched by one thread only (private NUMA hinting faults).
+ * The pattern is guest/lib/mo_pattern.h's.
+ *
+ * Output, key=value lines: "placed=N pages=N" and "ready=1" once the
+ * buffer is in place and the threads run; then every --interval seconds
+ * (and at SIGUSR1) a status line
+ *   status t=SECS n0=.. n1=.. ... other=.. writes=.. reads=.. bad=..
+ * (pages per node from move_pages(2) without moving, pages written and
+ * verified so far, bad bytes so far); at SIGTERM/SIGINT the threads stop,
+ * every byte is checked once more, and the last lines are the final
+ * counts and bad_bytes=N. The first bad byte is reported as
+ *   corrupt: WHO: byte OFF is X, want Y (node N)
+ * Exit 0 if every byte was intact, 1 if not, 2 on a setup error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/mo_pattern.h"
+
+#define MAX_NODES 8
+#define MAX_THREADS 16
+/* Seed of the readers' half: never a writer's generation (those start at 1). */
+#define READ_SEED 0
+
+static size_t page_size, buf_len = 32 << 20;
+static int on_node, nr_writers = 1, nr_readers = 1;
+static double interval = 1;
+static uint8_t *buf;
+static volatile sig_atomic_t stop;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct worker {
+	size_t off, len;	/* the slice, bytes */
+	int id;
+	bool writer;
+	unsigned int *gens;	/* writer: generation of each page */
+	unsigned long done;	/* pages written or verified */
+	size_t bad;
+};
+
+static void die(const char *what)
+{
+	fprintf(stderr, "mo_tier: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static void usage(int code)
+{
+	printf("usage: mo_tier [options]\n"
+	       "  -s, --size MB       buffer size (default 32)\n"
+	       "      --on NODE       node the buffer is faulted in on (default 0)\n"
+	       "  -w, --writers N     writer threads, first half (default 1)\n"
+	       "  -r, --readers N     reader threads, second half (default 1)\n"
+	       "  -i, --interval S    seconds between status lines (default 1)\n"
+	       "Runs until SIGTERM/SIGINT; SIGUSR1 prints a status line at once.\n"
+	       "Exit 0 if every byte stayed intact, 1 if not, 2 on a setup error.\n");
+	exit(code);
+}
+
+/* The node of the page at @p, or -1. */
+static int node_of(const void *p)
+{
+	void *pages[1] = { (void *)p };
+	int status = -1;
+
+	if (move_pages(0, 1, pages, NULL, &status, 0) < 0)
+		return -1;
+	return status;
+}
+
+static size_t check_page(size_t off, uint64_t seed, const char *who)
+{
+	struct mo_bad first = { 0 };
+	size_t bad = mo_pattern_verify(buf + off, off, page_size, seed, &first);
+
+	if (bad) {
+		pthread_mutex_lock(&out_lock);
+		printf("corrupt: %s: byte %zu is %#x, want %#x (node %d)\n", who,
+		       first.off, first.got, first.want, node_of(buf + first.off));
+		fflush(stdout);
+		pthread_mutex_unlock(&out_lock);
+	}
+	return bad;
+}
+
+/*
+ * A pause every 32 pages leaves CPU time to the kernel's migration work and
+ * to the suite (under emulation all vCPUs share one host thread), and lets
+ * reclaim find pages that were not touched since its last look.
+ */
+static void pace(unsigned long done)
+{
+	if (!(done % 32))
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+}
+
+static void *worker_fn(void *arg)
+{
+	struct worker *w = arg;
+	size_t n = w->len / page_size, p;
+	char who[64];
+
+	while (!stop && !w->bad) {
+		for (p = 0; p < n && !stop; p++) {
+			size_t off = w->off + p * page_size;
+
+			if (w->writer) {
+				snprintf(who, sizeof(who), "writer %d, generation %u",
+					 w->id, w->gens[p]);
+				w->bad += check_page(off, w->gens[p], who);
+				if (w->bad)
+					break;
+				mo_pattern_fill(buf + off, off, page_size, ++w->gens[p]);
+			} else {
+				snprintf(who, sizeof(who), "reader %d", w->id);
+				w->bad += check_page(off, READ_SEED, who);
+				if (w->bad)
+					break;
+			}
+			__atomic_add_fetch(&w->done, 1, __ATOMIC_RELAXED);
+			pace(w->done);
+		}
+	}
+	return NULL;
+}
+
+static void status(struct worker *w, int nr, double t)
+{
+	size_t n = buf_len / page_size, i;
+	unsigned long per[MAX_NODES] = { 0 }, other = 0, writes = 0, reads = 0;
+	size_t bad = 0;
+	void **pages = malloc(n * sizeof(*pages));
+	int *st = malloc(n * sizeof(*st));
+	int k;
+
+	if (!pages || !st)
+		die("malloc");
+	for (i = 0; i < n; i++)
+		pages[i] = buf + i * page_size;
+	if (move_pages(0, n, pages, NULL, st, 0) < 0)
+		die("move_pages(query)");
+	for (i = 0; i < n; i++) {
+		if (st[i] >= 0 && st[i] < MAX_NODES)
+			per[st[i]]++;
+		else
+			other++;
+	}
+	for (k = 0; k < nr; k++) {
+		unsigned long d = __atomic_load_n(&w[k].done, __ATOMIC_RELAXED);
+
+		if (w[k].writer)
+			writes += d;
+		else
+			reads += d;
+		bad += w[k].bad;
+	}
+	pthread_mutex_lock(&out_lock);
+	printf("status t=%.1f", t);
+	for (k = 0; k < MAX_NODES; k++)
+		if (per[k] || k < 3)
+			printf(" n%d=%lu", k, per[k]);
+	printf(" other=%lu writes=%lu reads=%lu bad=%zu\n", other, writes, reads, bad);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
+	free(pages);
+	free(st);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "on", required_argument, NULL, 'o' },
+		{ "writers", required_argument, NULL, 'w' },
+		{ "readers", required_argument, NULL, 'r' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	struct worker w[2 * MAX_THREADS];
+	pthread_t tid[2 * MAX_THREADS];
+	size_t half, wslice, rslice, n, i, p, bad = 0;
+	unsigned long mask, writes = 0, reads = 0, placed;
+	double t0, next;
+	sigset_t sigs;
+	void **pages;
+	int *nodev, *st, c, nr = 0, k, sig;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	while ((c = getopt_long(argc, argv, "s:w:r:i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': buf_len = strtoul(optarg, NULL, 0) << 20; break;
+		case 'o': on_node = atoi(optarg); break;
+		case 'w': nr_writers = atoi(optarg); break;
+		case 'r': nr_readers = atoi(optarg); break;
+		case 'i': interval = strtod(optarg, NULL); break;
+		case 'h': usage(0); break;
+		default: usage(2);
+		}
+	}
+	if (!buf_len || on_node < 0 || on_node >= MAX_NODES || interval <= 0 ||
+	    nr_writers < 1 || nr_writers > MAX_THREADS ||
+	    nr_readers < 1 || nr_readers > MAX_THREADS)
+		usage(2);
+	half = buf_len / 2 / page_size * page_size;
+	wslice = half / nr_writers / page_size * page_size;
+	rslice = half / nr_readers / page_size * page_size;
+	if (!wslice || !rslice)
+		usage(2);
+
+	buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		die("mmap");
+	if (madvise(buf, buf_len, MADV_NOHUGEPAGE))
+		die("madvise(MADV_NOHUGEPAGE)");
+	/* Fault in on the node, then leave placement to the kernel. */
+	mask = 1UL << on_node;
+	if (set_mempolicy(MPOL_BIND, &mask, sizeof(mask) * 8))
+		die("set_mempolicy");
+	for (k = 0; k < nr_writers; k++) {
+		w[nr] = (struct worker){ .off = k * wslice, .len = wslice, .id = k, .writer = true };
+		w[nr].gens = malloc(wslice / page_size * sizeof(*w[nr].gens));
+		if (!w[nr].gens)
+			die("malloc");
+		for (p = 0; p < wslice / page_size; p++)
+			w[nr].gens[p] = 1;
+		mo_pattern_fill(buf + w[nr].off, w[nr].off, wslice, 1);
+		nr++;
+	}
+	for (k = 0; k < nr_readers; k++) {
+		w[nr] = (struct worker){ .off = half + k * rslice, .len = rslice, .id = k };
+		mo_pattern_fill(buf + w[nr].off, w[nr].off, rslice, READ_SEED);
+		nr++;
+	}
+	if (set_mempolicy(MPOL_DEFAULT, NULL, 0))
+		die("set_mempolicy(default)");
+
+	/* Stragglers (there should be none with MPOL_BIND): move them. */
+	n = buf_len / page_size;
+	pages = malloc(n * sizeof(*pages));
+	nodev = malloc(n * sizeof(*nodev));
+	st = malloc(n * sizeof(*st));
+	if (!pages || !nodev || !st)
+		die("malloc");
+	for (i = 0; i < n; i++) {
+		pages[i] = buf + i * page_size;
+		nodev[i] = on_node;
+	}
+	if (move_pages(0, n, pages, NULL, st, 0) < 0)
+		die("move_pages(query)");
+	for (i = placed = 0; i < n; i++)
+		placed += st[i] == on_node;
+	if (placed != n) {
+		if (move_pages(0, n, pages, nodev, st, MPOL_MF_MOVE) < 0)
+			die("move_pages");
+		for (i = placed = 0; i < n; i++)
+			placed += st[i] == on_node;
+	}
+	free(pages);
+	free(nodev);
+	free(st);
+	printf("pages=%zu\nplaced=%lu\n", n, placed);
+
+	/* Only the main thread takes these, with sigtimedwait(). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	for (k = 0; k < nr; k++)
+		if (pthread_create(&tid[k], NULL, worker_fn, &w[k]))
+			die("pthread_create");
+	printf("ready=1\n");
+	fflush(stdout);
+
+	t0 = now_s();
+	next = t0 + interval;
+	for (;;) {
+		double left = next - now_s();
+		struct timespec ts;
+
+		if (left > 0) {
+			ts.tv_sec = (time_t)left;
+			ts.tv_nsec = (long)((left - ts.tv_sec) * 1e9);
+			sig = sigtimedwait(&sigs, NULL, &ts);
+			if (sig < 0 && errno == EINTR)
+				continue;
+			if (sig == SIGTERM || sig == SIGINT)
+				break;
+			if (sig < 0)
+				next += interval;	/* timed out */
+		} else {
+			next = now_s() + interval;
+		}
+		status(w, nr, now_s() - t0);
+	}
+	stop = 1;
+	for (k = 0; k < nr; k++)
+		pthread_join(tid[k], NULL);
+	status(w, nr, now_s() - t0);
+	/* Every page once more: the writers' last generations, the readers' seed. */
+	for (k = 0; k < nr; k++) {
+		bad += w[k].bad;
+		if (w[k].writer)
+			writes += w[k].done;
+		else
+			reads += w[k].done;
+		for (p = 0; !w[k].bad && p < w[k].len / page_size; p++)
+			bad += check_page(w[k].off + p * page_size,
+					  w[k].writer ? w[k].gens[p] : READ_SEED, "at the end");
+	}
+	printf("page_writes=%lu\npage_reads=%lu\nbad_bytes=%zu\n", writes, reads, bad);
+	return bad ? 1 : 0;
+}
