@@ -10,7 +10,8 @@ T_FAIL=0
 t_ok() { T_N=$((T_N + 1)); echo "ok $T_N $*"; }
 t_notok() { T_N=$((T_N + 1)); T_FAIL=$((T_FAIL + 1)); echo "not ok $T_N $*"; }
 # t_check NAME CONDITION-COMMAND...: ok if the command succeeds.
-t_check() { _n=$1; shift; if "$@"; then t_ok "$_n"; else t_notok "$_n"; fi; }
+# Returns 1 on failure, so that "t_check ... || show_why" works.
+t_check() { _n=$1; shift; if "$@"; then t_ok "$_n"; else t_notok "$_n"; return 1; fi; }
 t_diag() { echo "# $*"; }
 t_done() { echo "1..$T_N"; [ "$T_FAIL" = 0 ]; exit $?; }
 
