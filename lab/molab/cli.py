@@ -16,7 +16,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
                "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace", "reasons")
+               "batch_trace")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -24,12 +24,8 @@ TEST_SMP = 3
 # Debug boots get a movable zone (40% of RAM, spread over the nodes: the top
 # block of a node holds its node data, so 2 of its blocks must be movable):
 # the memory_offline suite offlines its blocks, which only a zone of
-# movable pages guarantees to be possible. And a CMA area of 256 MiB in
-# node 2 (physical 4G-5G on the lab's q35: nodes 0-1 below the PCI hole,
-# node 2 above 4G), more than half of the movable zone it lands in, so
-# that movable allocations on node 2 take CMA pages first: the reasons
-# suite fills it with user pages and allocates it (reason contig_range).
-DEBUG_CMDLINE = ("movablecore=40%", "cma=256M@4G-5G")
+# movable pages guarantees to be possible.
+DEBUG_CMDLINE = ("movablecore=40%",)
 # What the builtin kernel runs: KUnit (whose engine listing then holds the
 # built-in engines too), the integrity matrix of every engine, with
 # swdma's channels set at boot, and mtcopy_cpus with CPU 2 isolated (the
