@@ -6,6 +6,8 @@
  * promoting it or moving it to the task's node) can migrate it under them.
  *
  *   mo_tier --size MB --on NODE [--writers N] [--readers N] [--interval S]
+ *           [--pfns] [--pfn-range LO-HI] [--fragment N]
+ *           [--act soft-offline|pin --act-pages N]
  *
  * The buffer (4K pages, MADV_NOHUGEPAGE) is faulted in bound to NODE, then
  * the task's policy goes back to default, so that demotion and NUMA
@@ -26,24 +28,73 @@
  * every byte is checked once more, and the last lines are the final
  * counts and bad_bytes=N. The first bad byte is reported as
  *   corrupt: WHO: byte OFF is X, want Y (node N)
+ *
+ * For the migration reasons that move pages within a node (the reasons
+ * suite): --pfns records every page's frame number (pagemap, root) once
+ * the buffer is in place (printing "pfn_min=" and "pfn_max=", its lowest
+ * and highest frame) and adds "pfn_changed=N" (pages now at another
+ * frame) and "pfn_absent=N" (pages without a frame at that moment, e.g.
+ * under migration) to the status lines, and with --pfn-range LO-HI "in_range=N"
+ * (pages whose frame is in [LO, HI), e.g. a CMA area). --fragment N
+ * faults in N pages of a second mapping after each page of the buffer and
+ * frees that mapping afterwards, so that the buffer's frames are spread
+ * over the free memory of the node, between free ones (compaction, whose
+ * migration scanner covers only the low part of a zone, then meets them).
+ *
+ * --act makes every SIGUSR2 act on the next N (--act-pages, default 8)
+ * pages in the middle of the buffer, half at the end of the writers' half
+ * and half at the start of the readers' half (act k takes the k-th such
+ * pair of ranges), while the threads go on:
+ *  - soft-offline: madvise(MADV_SOFT_OFFLINE) page by page (the kernel
+ *    migrates each page and retires its old frame);
+ *  - pin: FOLL_LONGTERM pins through /sys/kernel/debug/gup_test
+ *    (PIN_LONGTERM_TEST_START, writable), each range in turn: pages in
+ *    ZONE_MOVABLE migrate out of it first; the pinned readers' pages are
+ *    read through the pins (PIN_LONGTERM_TEST_READ) and checked, then
+ *    unpinned (PIN_LONGTERM_TEST_STOP).
+ * It prints one line
+ *   act n=K what=.. pages=N failed=F pfn_changed=C movable_before=B
+ *       movable_after=A pin_read_bad=R
+ * (failed: calls that failed; pfn_changed: pages of the ranges at another
+ * frame than before the act; movable_*: pages of the ranges in a
+ * ZONE_MOVABLE, by /proc/zoneinfo; pin_read_bad: bytes read through the pins
+ * that differ from the pattern), then "act_done=K".
  * Exit 0 if every byte was intact, 1 if not, 2 on a setup error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lib/mo_pattern.h"
+
+#ifndef MADV_SOFT_OFFLINE
+#define MADV_SOFT_OFFLINE 101
+#endif
+/* mm/gup_test.h (CONFIG_GUP_TEST), not a uapi header. */
+struct pin_longterm_test {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t flags;
+};
+#define PIN_LONGTERM_TEST_START _IOW('g', 7, struct pin_longterm_test)
+#define PIN_LONGTERM_TEST_STOP _IO('g', 8)
+#define PIN_LONGTERM_TEST_READ _IOW('g', 9, uint64_t)
+#define PIN_LONGTERM_TEST_FLAG_USE_WRITE 1
+#define GUP_TEST "/sys/kernel/debug/gup_test"
 
 #define MAX_NODES 8
 #define MAX_THREADS 16
@@ -55,6 +106,13 @@ static int on_node, nr_writers = 1, nr_readers = 1;
 static double interval = 1;
 static uint8_t *buf;
 static volatile sig_atomic_t stop;
+static bool track_pfns;
+static size_t fragment;
+static uint64_t *pfn0, range_lo, range_hi;
+static int pagemap_fd = -1;
+static const char *act_what;
+static size_t act_pages = 8;
+static int act_n;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct worker {
@@ -80,7 +138,13 @@ static void usage(int code)
 	       "  -w, --writers N     writer threads, first half (default 1)\n"
 	       "  -r, --readers N     reader threads, second half (default 1)\n"
 	       "  -i, --interval S    seconds between status lines (default 1)\n"
-	       "Runs until SIGTERM/SIGINT; SIGUSR1 prints a status line at once.\n"
+	       "      --pfns          report pages at another frame (pfn_changed=)\n"
+	       "      --pfn-range L-H also pages with frames in [L, H) (in_range=)\n"
+	       "      --fragment N    N freed frames after each of the buffer's\n"
+	       "      --act WHAT      at SIGUSR2: soft-offline or pin the next pages\n"
+	       "      --act-pages N   pages per act, half per half (default 8)\n"
+	       "Runs until SIGTERM/SIGINT; SIGUSR1 prints a status line at once,\n"
+	       "SIGUSR2 acts (--act).\n"
 	       "Exit 0 if every byte stayed intact, 1 if not, 2 on a setup error.\n");
 	exit(code);
 }
@@ -94,6 +158,56 @@ static int node_of(const void *p)
 	if (move_pages(0, 1, pages, NULL, &status, 0) < 0)
 		return -1;
 	return status;
+}
+
+/* The frame of the page at @p (pagemap; 0 if not present or hidden). */
+static uint64_t pfn_of(const void *p)
+{
+	uint64_t e;
+	off_t at = (uintptr_t)p / page_size * sizeof(e);
+
+	if (pread(pagemap_fd, &e, sizeof(e), at) != sizeof(e))
+		die("pread(/proc/self/pagemap)");
+	return (e >> 63) & 1 ? e & ((1ULL << 55) - 1) : 0;
+}
+
+/*
+ * @pfn is in a ZONE_MOVABLE (start_pfn and spanned of /proc/zoneinfo; not
+ * a memory block's valid_zones, which says "none" for a block that
+ * straddles the zone's start).
+ */
+static bool pfn_movable(uint64_t pfn)
+{
+	static uint64_t lo[MAX_NODES], hi[MAX_NODES];
+	static int nr = -1;
+	uint64_t spanned = 0, v;
+	char line[256], zone[32];
+	bool movable = false;
+	FILE *f;
+	int k;
+
+	if (nr < 0) {
+		f = fopen("/proc/zoneinfo", "r");
+		if (!f)
+			die("/proc/zoneinfo");
+		nr = 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "Node %*d, zone %31s", zone) == 1)
+				movable = !strcmp(zone, "Movable");
+			else if (sscanf(line, " spanned %" SCNu64, &v) == 1)
+				spanned = v;
+			else if (sscanf(line, " start_pfn: %" SCNu64, &v) == 1 &&
+				 movable && spanned && nr < MAX_NODES) {
+				lo[nr] = v;
+				hi[nr++] = v + spanned;
+			}
+		}
+		fclose(f);
+	}
+	for (k = 0; k < nr; k++)
+		if (pfn >= lo[k] && pfn < hi[k])
+			return true;
+	return false;
 }
 
 static size_t check_page(size_t off, uint64_t seed, const char *who)
@@ -187,11 +301,112 @@ static void status(struct worker *w, int nr, double t)
 	for (k = 0; k < MAX_NODES; k++)
 		if (per[k] || k < 3)
 			printf(" n%d=%lu", k, per[k]);
-	printf(" other=%lu writes=%lu reads=%lu bad=%zu\n", other, writes, reads, bad);
+	printf(" other=%lu writes=%lu reads=%lu bad=%zu", other, writes, reads, bad);
+	if (track_pfns) {
+		unsigned long changed = 0, in_range = 0, absent = 0;
+
+		for (i = 0; i < n; i++) {
+			uint64_t pfn = pfn_of(buf + i * page_size);
+
+			/* 0: not present (a migration entry), neither moved nor in range */
+			absent += !pfn;
+			changed += pfn && pfn != pfn0[i];
+			in_range += pfn >= range_lo && pfn < range_hi;
+		}
+		printf(" pfn_changed=%lu pfn_absent=%lu", changed, absent);
+		if (range_hi)
+			printf(" in_range=%lu", in_range);
+	}
+	printf("\n");
 	fflush(stdout);
 	pthread_mutex_unlock(&out_lock);
 	free(pages);
 	free(st);
+}
+
+/*
+ * The act on SIGUSR2 (see the top): the k-th pair of ranges around the
+ * middle of the buffer, one at the end of the writers' half, one at the
+ * start of the readers' half, act_pages / 2 pages each.
+ */
+static void act(size_t half)
+{
+	size_t per = act_pages / 2, k = act_n, r, i, bad = 0;
+	size_t start[2] = { half - (k + 1) * per * page_size, half + k * per * page_size };
+	unsigned long failed = 0, changed = 0, mov0 = 0, mov1 = 0;
+	uint64_t before[2][per ? per : 1];
+	int fd = -1;
+
+	act_n++;
+	if (!per || (k + 1) * per * page_size > half)
+		goto out;	/* nothing left: all counts 0 */
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < per; i++) {
+			before[r][i] = pfn_of(buf + start[r] + i * page_size);
+			mov0 += pfn_movable(before[r][i]);
+		}
+	if (!strcmp(act_what, "pin")) {
+		fd = open(GUP_TEST, O_RDWR);
+		if (fd < 0)
+			die("open(" GUP_TEST ")");
+	}
+	for (r = 0; r < 2; r++) {
+		if (fd < 0) {
+			for (i = 0; i < per; i++)
+				if (madvise(buf + start[r] + i * page_size, page_size,
+					    MADV_SOFT_OFFLINE)) {
+					fprintf(stderr, "mo_tier: madvise(MADV_SOFT_OFFLINE) of page %zu: %s\n",
+						start[r] / page_size + i, strerror(errno));
+					failed++;
+				}
+			continue;
+		}
+		struct pin_longterm_test pin = {
+			.addr = (uintptr_t)(buf + start[r]), .size = per * page_size,
+			.flags = PIN_LONGTERM_TEST_FLAG_USE_WRITE,
+		};
+		if (ioctl(fd, PIN_LONGTERM_TEST_START, &pin)) {
+			fprintf(stderr, "mo_tier: PIN_LONGTERM_TEST_START: %s\n", strerror(errno));
+			failed++;
+			continue;
+		}
+		if (r == 1) {
+			/* The readers' pages, as the kernel sees them through the pins. */
+			uint8_t *copy = malloc(per * page_size);
+			uint64_t to = (uintptr_t)copy;
+			struct mo_bad first;
+
+			if (!copy)
+				die("malloc");
+			if (ioctl(fd, PIN_LONGTERM_TEST_READ, &to)) {
+				fprintf(stderr, "mo_tier: PIN_LONGTERM_TEST_READ: %s\n", strerror(errno));
+				failed++;
+			} else {
+				bad = mo_pattern_verify(copy, start[r], per * page_size, READ_SEED, &first);
+				if (bad)
+					printf("corrupt: read through the pins: byte %zu is %#x, want %#x\n",
+					       first.off, first.got, first.want);
+			}
+			free(copy);
+		}
+		if (ioctl(fd, PIN_LONGTERM_TEST_STOP))
+			die("PIN_LONGTERM_TEST_STOP");
+	}
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < per; i++) {
+			uint64_t pfn = pfn_of(buf + start[r] + i * page_size);
+
+			changed += pfn && pfn != before[r][i];
+			mov1 += pfn_movable(pfn);
+		}
+	if (fd >= 0)
+		close(fd);
+out:
+	pthread_mutex_lock(&out_lock);
+	printf("act n=%d what=%s pages=%zu failed=%lu pfn_changed=%lu movable_before=%lu movable_after=%lu pin_read_bad=%zu\nact_done=%d\n",
+	       act_n, act_what, 2 * per, failed, changed, mov0, mov1, bad, act_n);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
 }
 
 static double now_s(void)
@@ -210,6 +425,11 @@ int main(int argc, char **argv)
 		{ "writers", required_argument, NULL, 'w' },
 		{ "readers", required_argument, NULL, 'r' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "pfns", no_argument, NULL, 'P' },
+		{ "pfn-range", required_argument, NULL, 'R' },
+		{ "fragment", required_argument, NULL, 'F' },
+		{ "act", required_argument, NULL, 'A' },
+		{ "act-pages", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -230,6 +450,21 @@ int main(int argc, char **argv)
 		case 'w': nr_writers = atoi(optarg); break;
 		case 'r': nr_readers = atoi(optarg); break;
 		case 'i': interval = strtod(optarg, NULL); break;
+		case 'P': track_pfns = true; break;
+		case 'R':
+			track_pfns = true;
+			if (sscanf(optarg, "%" SCNu64 "-%" SCNu64, &range_lo, &range_hi) != 2 ||
+			    range_hi <= range_lo)
+				usage(2);
+			break;
+		case 'F': fragment = strtoul(optarg, NULL, 0); break;
+		case 'A':
+			act_what = optarg;
+			if (strcmp(act_what, "soft-offline") && strcmp(act_what, "pin"))
+				usage(2);
+			track_pfns = true;
+			break;
+		case 'N': act_pages = strtoul(optarg, NULL, 0); break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -253,6 +488,23 @@ int main(int argc, char **argv)
 	mask = 1UL << on_node;
 	if (set_mempolicy(MPOL_BIND, &mask, sizeof(mask) * 8))
 		die("set_mempolicy");
+	if (fragment) {
+		/* A page of the buffer, N of the filler, ...; then free the filler. */
+		size_t filler_len = buf_len * fragment, f;
+		uint8_t *filler = mmap(NULL, filler_len, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (filler == MAP_FAILED)
+			die("mmap(filler)");
+		if (madvise(filler, filler_len, MADV_NOHUGEPAGE))
+			die("madvise(filler)");
+		for (p = 0; p < buf_len / page_size; p++) {
+			buf[p * page_size] = 1;
+			for (f = 0; f < fragment; f++)
+				filler[(p * fragment + f) * page_size] = 1;
+		}
+		munmap(filler, filler_len);
+	}
 	for (k = 0; k < nr_writers; k++) {
 		w[nr] = (struct worker){ .off = k * wslice, .len = wslice, .id = k, .writer = true };
 		w[nr].gens = malloc(wslice / page_size * sizeof(*w[nr].gens));
@@ -296,12 +548,44 @@ int main(int argc, char **argv)
 	free(nodev);
 	free(st);
 	printf("pages=%zu\nplaced=%lu\n", n, placed);
+	if (track_pfns) {
+		pagemap_fd = open("/proc/self/pagemap", O_RDONLY);
+		if (pagemap_fd < 0)
+			die("open(/proc/self/pagemap)");
+		pfn0 = malloc(n * sizeof(*pfn0));
+		if (!pfn0)
+			die("malloc");
+		for (i = 0; i < n; i++) {
+			pfn0[i] = pfn_of(buf + i * page_size);
+			if (!pfn0[i]) {
+				errno = EPERM;
+				die("pagemap shows no frame (not root?)");
+			}
+		}
+		{
+			uint64_t lo = UINT64_MAX, hi = 0;
+
+			for (i = 0; i < n; i++) {
+				lo = pfn0[i] < lo ? pfn0[i] : lo;
+				hi = pfn0[i] > hi ? pfn0[i] : hi;
+			}
+			printf("pfn_min=%" PRIu64 "\npfn_max=%" PRIu64 "\n", lo, hi);
+		}
+		if (range_hi) {
+			unsigned long in = 0;
+
+			for (i = 0; i < n; i++)
+				in += pfn0[i] >= range_lo && pfn0[i] < range_hi;
+			printf("in_range_placed=%lu\n", in);
+		}
+	}
 
 	/* Only the main thread takes these, with sigtimedwait(). */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	for (k = 0; k < nr; k++)
 		if (pthread_create(&tid[k], NULL, worker_fn, &w[k]))
@@ -323,6 +607,11 @@ int main(int argc, char **argv)
 				continue;
 			if (sig == SIGTERM || sig == SIGINT)
 				break;
+			if (sig == SIGUSR2) {
+				if (act_what)
+					act(half);
+				continue;
+			}
 			if (sig < 0)
 				next += interval;	/* timed out */
 		} else {

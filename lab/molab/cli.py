@@ -16,7 +16,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
                "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace")
+               "batch_trace", "reasons")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -24,8 +24,16 @@ TEST_SMP = 3
 # Debug boots get a movable zone (40% of RAM, spread over the nodes: the top
 # block of a node holds its node data, so 2 of its blocks must be movable):
 # the memory_offline suite offlines its blocks, which only a zone of
-# movable pages guarantees to be possible.
-DEBUG_CMDLINE = ("movablecore=40%",)
+# movable pages guarantees to be possible. And a CMA area of 256 MiB in
+# node 2 (physical 2G-3G), placed at its top (memblock allocates top down),
+# so inside node 2's movable zone and more than half of it: movable
+# allocations on node 2 then take CMA pages first, and the reasons suite
+# fills the area with user pages and allocates it (reason contig_range).
+# init_on_free=1: a freed frame is cleared, so a copy that was skipped shows
+# zeros instead of the data a frame held before (the readers of tiering and
+# reasons never change their pages, and a page moved twice can land on its
+# old frame).
+DEBUG_CMDLINE = ("movablecore=40%", "cma=256M@2G-3G", "init_on_free=1")
 # What the builtin kernel runs: KUnit (whose engine listing then holds the
 # built-in engines too), the integrity matrix of every engine, with
 # swdma's channels set at boot, and mtcopy_cpus with CPU 2 isolated (the

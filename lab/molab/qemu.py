@@ -13,8 +13,9 @@ The public API (also what a benchmark uses):
 Topology: node0 = cpu0 + 1G, node1 = cpu1 + 1G, node2 = 1G memory only;
 distances 0-1: 20, 0-2 and 1-2: 30. More CPUs (smp > 2) alternate between
 node0 and node1. Every CPU is its own socket, so no cache is shared across nodes.
-Machine q35 with an ACPI HMAT (hmat=on) that describes node 2 as slower
-memory (80 ns, 2 GB/s against 10-20 ns, 5-10 GB/s): a lower memory tier.
+Machine pc (i440fx) with an ACPI HMAT (hmat=on) that describes node 2 as
+slower memory (80 ns, 2 GB/s against 10-20 ns, 5-10 GB/s): a lower memory
+tier. All 3G of RAM sit below 4G (node 2 at 2G-3G).
 """
 
 import json
@@ -165,8 +166,11 @@ def qemu_command(spec, accel=None):
     # One socket per CPU: a package (and its LLC) never spans two NUMA nodes,
     # which the kernel would WARN about (topology_sane).
     smp = f"{spec.smp},sockets={spec.smp},cores=1,threads=1"
-    # q35 with hmat=on: the ACPI HMAT that places node 2 in a lower memory tier.
-    return [spec.qemu, "-machine", "q35,hmat=on", *accel_args(accel), "-cpu", cpu, "-smp", smp,
+    # hmat=on: the ACPI HMAT that places node 2 in a lower memory tier. Not
+    # q35: it maps RAM beyond 2G above 4G, so nodes 0-1 would hold only
+    # DMA32 memory and movablecore= would give only node 2 a movable zone
+    # (memory_offline offlines node 1's blocks).
+    return [spec.qemu, "-machine", "pc,hmat=on", *accel_args(accel), "-cpu", cpu, "-smp", smp,
             "-m", f"{3 * spec.node_mem_mb}M", *numa_args(spec.smp, spec.node_mem_mb, spec.prealloc),
             "-nographic", "-no-reboot", "-nic", "none",
             "-kernel", str(spec.kernel), "-initrd", str(spec.initrd),

@@ -155,6 +155,9 @@ def test_make_test_boots_the_engines_built_in_too(monkeypatch, tmp_path, capsys)
     assert "memory_offline" in specs[0].suites and specs[1].suites == list(cli.BUILTIN_SUITES)
     # movable zone for memory_offline on both debug kernels; swdma channels set at boot
     assert all("movablecore=40%" in s.cmdline_extra for s in specs)
+    # a CMA area on node 2 for the reasons suite (contig_range), both boots
+    assert all("cma=256M@2G-3G" in s.cmdline_extra and "init_on_free=1" in s.cmdline_extra for s in specs)
+    assert "reasons" in specs[0].suites
     assert "swdma.nr_chans=4" in specs[1].cmdline_extra and specs[1].require_debug
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "240 passed, 0 failed"        # cases of both boots

@@ -90,7 +90,7 @@ def test_tap_passed(tmp_path, tap, passed):
 @pytest.mark.parametrize("script", ["lib/mo_lib.sh", "suites/dma_faults", "suites/dcbm_chans", "suites/dcbm_late",
                                     "suites/engine_cycles", "suites/kunit_under_load", "suites/memory_offline", "suites/mtcopy_cpus",
                                     "suites/engine_integrity", "suites/migration_batched", "suites/poison",
-                                    "suites/tiering"])
+                                    "suites/tiering", "suites/reasons", "lib/mo_window.sh"])
 def test_guest_script_is_posix_sh_syntax(script):
     path = ROOT / "guest" / script
     sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(path)] or ["sh", "-n", str(path)]
@@ -123,6 +123,7 @@ def test_guest_makefile_ignores_a_suites_variable_from_the_command_line():
 
 
 TIERING = ROOT / "guest" / "suites" / "tiering"
+WINDOW = ROOT / "guest" / "lib" / "mo_window.sh"
 
 
 def _sh_funcs(path, *names):
@@ -160,9 +161,7 @@ TRACE = """\
 ])
 def test_tiering_trace_sums(tmp_path, call, want):
     (tmp_path / "trace").write_text(TRACE)
-    script = f"W={tmp_path}\n" + _sh_funcs(TIERING, "tsum") + \
-        'mig() { tsum mm_migrate_pages nr_succeeded "$1"; }\n' \
-        'bce() { tsum mm_migrate_batch_copy "$@"; }\n' + call
+    script = f"W={tmp_path}\n. {WINDOW}\n" + call
     r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == want, r.stdout + r.stderr
 
@@ -171,7 +170,7 @@ def test_tiering_trace_sums(tmp_path, call, want):
 def test_tiering_counters_and_tiers(tmp_path):
     (tmp_path / "a").write_text("pgdemote_kswapd 5\npgdemote_direct 10\npgpromote_success 1\n")
     (tmp_path / "b").write_text("pgdemote_kswapd 7\npgdemote_direct 30\npgpromote_success 1\n")
-    funcs = _sh_funcs(TIERING, "delta", "in_list")
+    funcs = f". {WINDOW}\n" + _sh_funcs(TIERING, "in_list")
     run = lambda c: subprocess.run([BUSYBOX, "sh", "-c", funcs + c], capture_output=True, text=True)
     a, b = tmp_path / "a", tmp_path / "b"
     assert run(f"delta {a} {b} pgdemote").stdout.strip() == "22"
@@ -181,3 +180,40 @@ def test_tiering_counters_and_tiers(tmp_path):
     for lst, n, ok in (("0-1", 0, True), ("0-1", 1, True), ("0-1", 2, False), ("2", 2, True),
                        ("0,2-3", 3, True), ("0,2-3", 1, False), ("12", 1, False)):
         assert (run(f"in_list {lst} {n}").returncode == 0) == ok, (lst, n)
+
+
+# A window with 512 pages migrated for demotion and 512 batch-copied by dcbm.
+def _window(tmp_path, engine_pages, engine="dcbm", copied=512, lost=0, wasted=0, pid=None):
+    trace = (
+        "# tracer: nop\n"
+        "  sh-90 [001] ..... 10.000001: mm_migrate_pages: nr_succeeded=512 nr_failed=0 "
+        "nr_thp_succeeded=0 nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=demotion\n"
+        f"  sh-90 [001] ..... 10.000002: mm_migrate_batch_copy: reason=demotion mode=MIGRATE_ASYNC "
+        f"engine={engine} folios=512 pages=512 engine_pages={engine_pages} cpu_pages={512 - engine_pages} "
+        f"lost={lost} poisoned=0 ns=1000\n")
+    (tmp_path / "trace").write_text(trace)
+    (tmp_path / "before").write_text("pgmigrate_batch_copied 0\npgmigrate_batch_fallback 0\n"
+                                     "pgmigrate_batch_wasted 0\n")
+    (tmp_path / "after").write_text(f"pgmigrate_batch_copied {copied}\n"
+                                    f"pgmigrate_batch_fallback {512 - engine_pages}\n"
+                                    f"pgmigrate_batch_wasted {wasted}\n")
+    script = (f". {MO_LIB}\nW={tmp_path}\nHAVE_EVB=yes\nOVERRUN=0\n. {WINDOW}\n"
+              + (f"WIN_PID={pid}\n" if pid else "") +
+              "batch_checks dcbm demotion demotion\nt_done\n")
+    return subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_window_batch_checks_pass_and_fail(tmp_path):
+    # Every page by dcbm, or 10% left to the CPU and counted: passes.
+    assert _window(tmp_path, 512).returncode == 0
+    assert _window(tmp_path, 461).returncode == 0
+    assert _window(tmp_path, 512, pid=90, copied=600, wasted=88).returncode == 0
+    # Most pages left to the CPU, another engine, a copy that lost pairs,
+    # or fewer pages counted than migrated: each fails the window.
+    for kw in (dict(engine_pages=400), dict(engine_pages=512, engine="mtcopy"),
+               dict(engine_pages=512, lost=1), dict(engine_pages=512, copied=511),
+               dict(engine_pages=512, copied=600, wasted=100),
+               dict(engine_pages=512, pid=91)):      # the events are sh-90's
+        r = _window(tmp_path, **kw)
+        assert r.returncode != 0 and "not ok" in r.stdout, (kw, r.stdout)

@@ -139,7 +139,7 @@ def test_hmat_makes_node2_slower_memory():
 def test_command_line():
     spec = qemu.BootSpec(kernel=Path("k"), initrd=Path("i"), suites=["a", "b"], accel="multi")
     cmd = qemu.qemu_command(spec)
-    assert cmd[:5] == ["qemu-system-x86_64", "-machine", "q35,hmat=on", "-accel",
+    assert cmd[:5] == ["qemu-system-x86_64", "-machine", "pc,hmat=on", "-accel",
                        "tcg,thread=multi"]
     assert cmd[cmd.index("-m") + 1] == "3072M"
     assert "-no-reboot" in cmd and "-nographic" in cmd

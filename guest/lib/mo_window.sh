@@ -1,0 +1,146 @@
+# Trace windows for suites that drive a migration reason for real
+# (tiering, reasons): around each action, /proc/vmstat before and after
+# and the migrate:mm_migrate_pages and migrate:mm_migrate_batch_copy
+# events in between; then the checks that the action's migrations of a
+# reason went through the selected engine's batch copy, or, with the
+# reason removed from migrate_offload/reasons, did not.
+# Sourced after mo_lib.sh. The suite sets TR (tracefs), EVM and EVB (the
+# two events' directories), W (a scratch directory), HAVE_EVB (yes when
+# the batch event exists; no: counters only) and MO.
+
+snap() { cat /proc/vmstat > "$1"; }
+# delta FROM TO COUNTER: its rise; pgdemote sums every pgdemote_* counter.
+delta() {
+	awk -v k="$3" 'FNR == 1 { f++ }
+		(k == "pgdemote" ? ($1 ~ /^pgdemote_/) : ($1 == k)) { v[f] += $2; seen[f] = 1 }
+		END { if (!seen[1] || !seen[2]) { print "no-counter-" k; exit 1 } print v[2] - v[1] }' "$1" "$2"
+}
+window_start() {
+	echo 0 > $TR/tracing_on
+	echo > $TR/trace
+	echo 1 > $EVM/enable
+	[ $HAVE_EVB = yes ] && echo 1 > $EVB/enable
+	echo 1 > $TR/tracing_on
+	snap $W/before
+}
+# window_end: OVERRUN holds the events the trace buffer lost.
+window_end() {
+	snap $W/after
+	echo 0 > $EVM/enable
+	[ $HAVE_EVB = yes ] && echo 0 > $EVB/enable
+	cat $TR/trace > $W/trace
+	_ov=$(awk '$1 == "overrun:" { s += $2 } $1 == "commit" && $2 == "overrun:" { s += $3 }
+		$1 == "dropped" && $2 == "events:" { s += $3 } END { print s + 0 }' $TR/per_cpu/cpu*/stats)
+	[ "$_ov" = 0 ] || t_diag "trace buffer overran: $_ov events lost"
+	OVERRUN=$_ov
+}
+# tsum EVENT FIELD FILTER: over the window's EVENT lines (k=v fields)
+# that match FILTER (an awk condition on f["key"]; f["pid"] is the task's
+# pid), the sum of FIELD, or with FIELD "n" their number, with
+# "max_folios" the largest folios.
+tsum() {
+	awk -v ev="$1:" -v field="$2" '
+	index($0, ev) {
+		split("", f)
+		for (i = 1; i <= NF; i++) {
+			if ((p = index($i, "=")) > 1) f[substr($i, 1, p - 1)] = substr($i, p + 1)
+			else if (i > 1 && !("pid" in f) && $i ~ /^\[[0-9]+\]$/ && match($(i - 1), /-[0-9]+$/))
+				f["pid"] = substr($(i - 1), RSTART + 1)
+		}
+		if (!('"$3"')) next
+		n++
+		if (field == "max_folios") { if (f["folios"] + 0 > s) s = f["folios"] + 0 }
+		else s += f[field]
+	}
+	END { print field == "n" ? n + 0 : s + 0 }' $W/trace
+}
+mig() { tsum mm_migrate_pages nr_succeeded "$1"; }
+bce() { tsum mm_migrate_batch_copy "$@"; }
+
+# (Locals start with "_" but never "_n": t_check uses that one.)
+# batch_checks ENGINE REASON STEP [MIN]: with REASON batched, the window
+# proves the batch copy for it. STEP: what the migration was, for the
+# names; MIN: pages the action must have migrated (default 1). With
+# WIN_PID set, only that task's events count (the suite's shell writing
+# to a compact or CMA file, not direct compaction meanwhile). DCBM_EP adds
+# up dcbm's engine pages (for its own counter).
+win_sel() { echo "f[\"reason\"] == \"$1\"${WIN_PID:+ && f[\"pid\"] == \"$WIN_PID\"}"; }
+batch_checks() {
+	_e=$1 _r=$2 _s=$3 _min=${4:-1}
+	_sel=$(win_sel $_r)
+	_mig=$(mig "$_sel")
+	_cp=$(delta $W/before $W/after pgmigrate_batch_copied)
+	_fb=$(delta $W/before $W/after pgmigrate_batch_fallback)
+	# Copies thrown away (a folio that failed after its batch copy and was
+	# copied again per folio) do not count as the batch path taken.
+	_wa=$(delta $W/before $W/after pgmigrate_batch_wasted) || _wa=$_cp
+	if [ $_e = none ]; then
+		t_diag "$_s: $_mig pages migrated (reason $_r), batch copied $_cp, $(bce n 1) batch events"
+		t_check "none: $_s migrated pages (reason $_r: $_mig >= $_min)" [ "$_mig" -ge "$_min" ]
+		t_check "none: $_s not batched (pgmigrate_batch_copied +$_cp, no batch event)" \
+			[ "$_cp" = 0 -a "$(bce n 1)" = 0 ]
+		return
+	fi
+	if [ $HAVE_EVB = no ]; then
+		# Counters alone: every page of the window's migrations copied
+		# in the batch step, and the reason migrated pages.
+		_all=$(mig 1)
+		t_diag "$_s: $_mig pages migrated (reason $_r) of $_all; batch copied $_cp"
+		t_check "$_e: $_s batched (counters: copied $_cp - wasted $_wa >= migrated $_all, $_mig >= $_min)" \
+			[ "$_mig" -ge "$_min" -a $((_cp - _wa)) -ge "$_all" ]
+		return
+	fi
+	_nev=$(bce n "$_sel") _pg=$(bce pages "$_sel") _ep=$(bce engine_pages "$_sel")
+	_cpu=$(bce cpu_pages "$_sel") _mx=$(bce max_folios "$_sel")
+	_en=$(bce n "$_sel && f[\"engine\"] == \"$_e\"")
+	t_diag "$_s: $_mig pages migrated (reason $_r); $_nev batch events: $_pg pages, engine $_e $_ep, cpu $_cpu, at most $_mx folios; pgmigrate_batch_copied +$_cp, fallback +$_fb"
+	t_check "$_e: $_s went through the batch copy ($_pg batched pages >= $_mig migrated >= $_min)" \
+		[ "$_mig" -ge "$_min" -a "$_pg" -ge "$_mig" -a "$OVERRUN" = 0 ]
+	t_check "$_e: $_s batches run by engine $_e ($_en of $_nev events)" \
+		[ "$_nev" -gt 0 -a "$_en" = "$_nev" ]
+	t_check "$_e: $_s counted (pgmigrate_batch_copied +$_cp - wasted $_wa >= $_mig)" \
+		[ $((_cp - _wa)) -ge "$_mig" ]
+	[ "$_e" = dcbm ] && DCBM_EP=$((${DCBM_EP:-0} + _ep))
+	_lp=$(($(bce lost "$_sel") + $(bce poisoned "$_sel")))
+	t_check "$_e: $_s nothing lost or poisoned ($_lp)" [ "$_lp" = 0 ]
+	if [ $_e = cpu ]; then
+		t_check "cpu: $_s copied by the CPU ($_cpu of $_pg pages)" [ "$_cpu" = "$_pg" -a "$_ep" = 0 ]
+	else
+		# An engine may leave a few pairs to the CPU (a busy channel),
+		# never most of them; and the fallback counter says how many.
+		t_check "$_e: $_s copied by the engine itself ($_ep engine pages of $_pg, $_cpu cpu)" \
+			[ "$_ep" -gt 0 -a $((_ep * 10)) -ge $((_pg * 9)) -a $((_ep + _cpu)) = "$_pg" ]
+		t_check "$_e: $_s CPU fallback counted (pgmigrate_batch_fallback +$_fb >= $_cpu)" \
+			[ "$_fb" -ge "$_cpu" ]
+	fi
+	# The reasons that migrate one folio at a time while a task waits.
+	case $_r in
+	numa_misplaced|memory_failure)
+		t_check "$_e: $_s batches hold one folio each (at most $_mx)" [ "$_mx" = 1 ] ;;
+	esac
+}
+# filter_checks ENGINE REASON STEP [MIN]: REASON not batched, its
+# migrations (at least MIN pages) go on.
+filter_checks() {
+	_e=$1 _r=$2 _s=$3 _min=${4:-1}
+	_mig=$(mig "$(win_sel $_r)")
+	_cp=$(delta $W/before $W/after pgmigrate_batch_copied)
+	if [ $HAVE_EVB = no ]; then
+		_oth=$(mig "f[\"reason\"] != \"$_r\"")
+		t_diag "$_s, $_r not in reasons: $_mig pages migrated, $_oth by other reasons; batch copied $_cp"
+		t_check "$_e: $_s with $_r removed not batched (copied $_cp, other reasons migrated $_oth)" \
+			[ "$_mig" -ge "$_min" -a "$_cp" -le "$_oth" ]
+		return
+	fi
+	t_check "$_e: $_s reasons reads back without $_r" sh -c "! grep -qw $_r $MO/reasons"
+	_nev=$(bce n "f[\"reason\"] == \"$_r\"")
+	_oth=$(bce pages "f[\"reason\"] != \"$_r\"")
+	t_diag "$_s, $_r not in reasons: $_mig pages migrated; $_nev batch events of $_r; other reasons batched $_oth pages; pgmigrate_batch_copied +$_cp"
+	t_check "$_e: $_s still migrates with $_r removed from reasons ($_mig pages >= $_min)" [ "$_mig" -ge "$_min" ]
+	t_check "$_e: $_s not batched with $_r removed ($_nev events; copied $_cp <= $_oth of other reasons)" \
+		[ "$_nev" = 0 -a "$_cp" -le "$_oth" -a "$OVERRUN" = 0 ]
+}
+# checks ENGINE on|off REASON STEP [MIN]: batch_checks or filter_checks.
+checks() { if [ $2 = on ]; then batch_checks $1 $3 "$4" $5; else filter_checks $1 $3 "$4" $5; fi; }
+# modes ENGINE: "on", and "off" too with an engine.
+modes() { if [ $1 = none ]; then echo on; else echo on off; fi; }
