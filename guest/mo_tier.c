@@ -6,10 +6,12 @@
  * promoting it or moving it to the task's node) can migrate it under them.
  *
  *   mo_tier --size MB --on NODE [--writers N] [--readers N] [--interval S]
- *           [--pfns] [--pfn-range LO-HI] [--fragment N]
+ *           [--pfns] [--pfn-range LO-HI] [--fragment N] [--no-place]
  *           [--act soft-offline|pin --act-pages N]
  *
- * The buffer (4K pages, MADV_NOHUGEPAGE) is faulted in bound to NODE, then
+ * The buffer (4K pages, MADV_NOHUGEPAGE) is faulted in bound to NODE (pages
+ * reclaim moved elsewhere meanwhile are moved back, unless --no-place: a
+ * buffer larger than NODE's free memory would only be demoted again), then
  * the task's policy goes back to default, so that demotion and NUMA
  * balancing may move it. Its first half belongs to the writers: each owns
  * a slice and rewrites it page by page, checking every byte of a page
@@ -106,7 +108,7 @@ static int on_node, nr_writers = 1, nr_readers = 1;
 static double interval = 1;
 static uint8_t *buf;
 static volatile sig_atomic_t stop;
-static bool track_pfns;
+static bool track_pfns, no_place;
 static size_t fragment;
 static uint64_t *pfn0, range_lo, range_hi;
 static int pagemap_fd = -1;
@@ -141,6 +143,7 @@ static void usage(int code)
 	       "      --pfns          report pages at another frame (pfn_changed=)\n"
 	       "      --pfn-range L-H also pages with frames in [L, H) (in_range=)\n"
 	       "      --fragment N    N freed frames after each of the buffer's\n"
+	       "      --no-place      leave pages reclaim moved off NODE at fault-in\n"
 	       "      --act WHAT      at SIGUSR2: soft-offline or pin the next pages\n"
 	       "      --act-pages N   pages per act, half per half (default 8)\n"
 	       "Runs until SIGTERM/SIGINT; SIGUSR1 prints a status line at once,\n"
@@ -428,6 +431,7 @@ int main(int argc, char **argv)
 		{ "pfns", no_argument, NULL, 'P' },
 		{ "pfn-range", required_argument, NULL, 'R' },
 		{ "fragment", required_argument, NULL, 'F' },
+		{ "no-place", no_argument, NULL, 'X' },
 		{ "act", required_argument, NULL, 'A' },
 		{ "act-pages", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
@@ -458,6 +462,7 @@ int main(int argc, char **argv)
 				usage(2);
 			break;
 		case 'F': fragment = strtoul(optarg, NULL, 0); break;
+		case 'X': no_place = true; break;
 		case 'A':
 			act_what = optarg;
 			if (strcmp(act_what, "soft-offline") && strcmp(act_what, "pin"))
@@ -538,7 +543,7 @@ int main(int argc, char **argv)
 		die("move_pages(query)");
 	for (i = placed = 0; i < n; i++)
 		placed += st[i] == on_node;
-	if (placed != n) {
+	if (placed != n && !no_place) {
 		if (move_pages(0, n, pages, nodev, st, MPOL_MF_MOVE) < 0)
 			die("move_pages");
 		for (i = placed = 0; i < n; i++)
