@@ -7,7 +7,7 @@
  *
  *   mo_tier --size MB --on NODE [--writers N] [--readers N] [--interval S]
  *           [--pfns] [--pfn-range LO-HI] [--fragment N] [--no-place]
- *           [--act soft-offline|pin --act-pages N]
+ *           [--act soft-offline|pin|uring --act-pages N]
  *
  * The buffer (4K pages, MADV_NOHUGEPAGE) is faulted in bound to NODE (pages
  * reclaim moved elsewhere meanwhile are moved back, unless --no-place: a
@@ -53,7 +53,12 @@
  *    (PIN_LONGTERM_TEST_START, writable), each range in turn: pages in
  *    ZONE_MOVABLE migrate out of it first; the pinned readers' pages are
  *    read through the pins (PIN_LONGTERM_TEST_READ) and checked, then
- *    unpinned (PIN_LONGTERM_TEST_STOP).
+ *    unpinned (PIN_LONGTERM_TEST_STOP);
+ *  - uring: both ranges registered as io_uring fixed buffers
+ *    (IORING_REGISTER_BUFFERS pins them FOLL_LONGTERM: out of ZONE_MOVABLE
+ *    first); the readers' range is written from its fixed buffer to a
+ *    memfd (IORING_OP_WRITE_FIXED, the kernel reading through the pins)
+ *    and checked, then both are unregistered.
  * It prints one line
  *   act n=K what=.. pages=N failed=F pfn_changed=C movable_before=B
  *       movable_after=A pin_read_bad=R
@@ -76,8 +81,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,6 +105,93 @@ struct pin_longterm_test {
 #define PIN_LONGTERM_TEST_READ _IOW('g', 9, uint64_t)
 #define PIN_LONGTERM_TEST_FLAG_USE_WRITE 1
 #define GUP_TEST "/sys/kernel/debug/gup_test"
+
+/*
+ * io_uring without liburing: register @iov (@n ranges) as fixed buffers,
+ * write fixed buffer @idx (@len bytes) into a memfd and read it back into
+ * @copy, unregister. Returns 0, or -errno of the failed step (printed).
+ */
+static int uring_pin_read(struct iovec *iov, unsigned int n, unsigned int idx,
+			  void *copy, size_t len)
+{
+	struct io_uring_params p = { 0 };
+	struct io_uring_sqe *sqes = MAP_FAILED;
+	struct io_uring_cqe *cqe;
+	void *sq = MAP_FAILED, *cq = MAP_FAILED;
+	unsigned int *sq_tail, *sq_array, *cq_head, *cq_tail;
+	int fd, mfd = -1, ret = 0;
+	const char *step = "io_uring_setup";
+	size_t sq_len = 0, cq_len = 0;
+
+	fd = syscall(__NR_io_uring_setup, 1, &p);
+	if (fd < 0)
+		goto err;
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	step = "mmap(io_uring rings)";
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, IORING_OFF_SQ_RING);
+	cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, IORING_OFF_CQ_RING);
+	sqes = mmap(NULL, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
+		goto err;
+	step = "IORING_REGISTER_BUFFERS";
+	if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS, iov, n))
+		goto err;
+	step = "memfd_create";
+	mfd = memfd_create("mo_tier_uring", 0);
+	if (mfd < 0)
+		goto err;
+	sq_tail = (unsigned int *)((char *)sq + p.sq_off.tail);
+	sq_array = (unsigned int *)((char *)sq + p.sq_off.array);
+	cq_head = (unsigned int *)((char *)cq + p.cq_off.head);
+	cq_tail = (unsigned int *)((char *)cq + p.cq_off.tail);
+	memset(&sqes[0], 0, sizeof(sqes[0]));
+	sqes[0].opcode = IORING_OP_WRITE_FIXED;
+	sqes[0].fd = mfd;
+	sqes[0].addr = (uintptr_t)iov[idx].iov_base;
+	sqes[0].len = len;
+	sqes[0].buf_index = idx;
+	sq_array[0] = 0;
+	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
+	step = "io_uring_enter";
+	if (syscall(__NR_io_uring_enter, fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
+		goto err;
+	step = "IORING_OP_WRITE_FIXED";
+	if (__atomic_load_n(cq_tail, __ATOMIC_ACQUIRE) == *cq_head) {
+		errno = EIO;
+		goto err;
+	}
+	cqe = (struct io_uring_cqe *)((char *)cq + p.cq_off.cqes) +
+	      (*cq_head & *(unsigned int *)((char *)cq + p.cq_off.ring_mask));
+	if (cqe->res != (int)len) {
+		errno = cqe->res < 0 ? -cqe->res : EIO;
+		goto err;
+	}
+	__atomic_store_n(cq_head, *cq_head + 1, __ATOMIC_RELEASE);
+	step = "pread(memfd)";
+	if (pread(mfd, copy, len, 0) != (ssize_t)len)
+		goto err;
+	step = "IORING_UNREGISTER_BUFFERS";
+	if (syscall(__NR_io_uring_register, fd, IORING_UNREGISTER_BUFFERS, NULL, 0))
+		goto err;
+	goto out;
+err:
+	ret = -errno;
+	fprintf(stderr, "mo_tier: %s: %s\n", step, strerror(errno));
+out:
+	if (mfd >= 0)
+		close(mfd);
+	if (sqes != MAP_FAILED)
+		munmap(sqes, p.sq_entries * sizeof(*sqes));
+	if (cq != MAP_FAILED)
+		munmap(cq, cq_len);
+	if (sq != MAP_FAILED)
+		munmap(sq, sq_len);
+	if (fd >= 0)
+		close(fd);	/* also drops the buffers (and the pins) on error */
+	return ret;
+}
 
 #define MAX_NODES 8
 #define MAX_THREADS 16
@@ -144,7 +239,8 @@ static void usage(int code)
 	       "      --pfn-range L-H also pages with frames in [L, H) (in_range=)\n"
 	       "      --fragment N    N freed frames after each of the buffer's\n"
 	       "      --no-place      leave pages reclaim moved off NODE at fault-in\n"
-	       "      --act WHAT      at SIGUSR2: soft-offline or pin the next pages\n"
+	       "      --act WHAT      at SIGUSR2: soft-offline, pin (gup_test) or uring\n"
+	       "                      (io_uring fixed buffers) the next pages\n"
 	       "      --act-pages N   pages per act, half per half (default 8)\n"
 	       "Runs until SIGTERM/SIGINT; SIGUSR1 prints a status line at once,\n"
 	       "SIGUSR2 acts (--act).\n"
@@ -353,6 +449,26 @@ static void act(size_t half)
 		if (fd < 0)
 			die("open(" GUP_TEST ")");
 	}
+	if (!strcmp(act_what, "uring")) {
+		struct iovec iov[2] = {
+			{ buf + start[0], per * page_size }, { buf + start[1], per * page_size },
+		};
+		uint8_t *copy = malloc(per * page_size);
+		struct mo_bad first;
+
+		if (!copy)
+			die("malloc");
+		if (uring_pin_read(iov, 2, 1, copy, per * page_size)) {
+			failed++;
+		} else {
+			bad = mo_pattern_verify(copy, start[1], per * page_size, READ_SEED, &first);
+			if (bad)
+				printf("corrupt: read through the io_uring pins: byte %zu is %#x, want %#x\n",
+				       first.off, first.got, first.want);
+		}
+		free(copy);
+		goto moved;
+	}
 	for (r = 0; r < 2; r++) {
 		if (fd < 0) {
 			for (i = 0; i < per; i++)
@@ -395,6 +511,7 @@ static void act(size_t half)
 		if (ioctl(fd, PIN_LONGTERM_TEST_STOP))
 			die("PIN_LONGTERM_TEST_STOP");
 	}
+moved:
 	for (r = 0; r < 2; r++)
 		for (i = 0; i < per; i++) {
 			uint64_t pfn = pfn_of(buf + start[r] + i * page_size);
@@ -465,7 +582,8 @@ int main(int argc, char **argv)
 		case 'X': no_place = true; break;
 		case 'A':
 			act_what = optarg;
-			if (strcmp(act_what, "soft-offline") && strcmp(act_what, "pin"))
+			if (strcmp(act_what, "soft-offline") && strcmp(act_what, "pin") &&
+			    strcmp(act_what, "uring"))
 				usage(2);
 			track_pfns = true;
 			break;

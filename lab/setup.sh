@@ -27,7 +27,7 @@ EOS
 fi
 PKGS="make build-essential flex bison bc libelf-dev libssl-dev ccache cpio busybox-static
       libnuma-dev kmod xz-utils git rsync python3 python3-pytest python3-matplotlib
-      python3-ply python3-git gcc-aarch64-linux-gnu
+      python3-ply python3-git gcc-aarch64-linux-gnu xfsprogs e2fsprogs
       linux-source-6.12"
 missing=
 for p in $PKGS; do

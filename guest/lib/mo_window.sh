@@ -35,8 +35,8 @@ window_end() {
 	OVERRUN=$_ov
 }
 # tsum EVENT FIELD FILTER: over the window's EVENT lines (k=v fields)
-# that match FILTER (an awk condition on f["key"]; f["pid"] is the task's
-# pid), the sum of FIELD, or with FIELD "n" their number, with
+# that match FILTER (an awk condition on f["key"]; f["pid"] and f["comm"]
+# are the task's pid and name), the sum of FIELD, or with FIELD "n" their number, with
 # "max_folios" the largest folios.
 tsum() {
 	awk -v ev="$1:" -v field="$2" '
@@ -44,8 +44,10 @@ tsum() {
 		split("", f)
 		for (i = 1; i <= NF; i++) {
 			if ((p = index($i, "=")) > 1) f[substr($i, 1, p - 1)] = substr($i, p + 1)
-			else if (i > 1 && !("pid" in f) && $i ~ /^\[[0-9]+\]$/ && match($(i - 1), /-[0-9]+$/))
+			else if (i > 1 && !("pid" in f) && $i ~ /^\[[0-9]+\]$/ && match($(i - 1), /-[0-9]+$/)) {
 				f["pid"] = substr($(i - 1), RSTART + 1)
+				f["comm"] = substr($(i - 1), 1, RSTART - 1)
+			}
 		}
 		if (!('"$3"')) next
 		n++
@@ -62,9 +64,12 @@ bce() { tsum mm_migrate_batch_copy "$@"; }
 # proves the batch copy for it. STEP: what the migration was, for the
 # names; MIN: pages the action must have migrated (default 1). With
 # WIN_PID set, only that task's events count (the suite's shell writing
-# to a compact or CMA file, not direct compaction meanwhile). DCBM_EP adds
+# to a compact or CMA file, not direct compaction meanwhile); with WIN_COMM,
+# only the events of tasks of that name (a test program's threads). DCBM_EP adds
 # up dcbm's engine pages (for its own counter).
-win_sel() { echo "f[\"reason\"] == \"$1\"${WIN_PID:+ && f[\"pid\"] == \"$WIN_PID\"}"; }
+win_sel() {
+	echo "f[\"reason\"] == \"$1\"${WIN_PID:+ && f[\"pid\"] == \"$WIN_PID\"}${WIN_COMM:+ && f[\"comm\"] == \"$WIN_COMM\"}"
+}
 batch_checks() {
 	_e=$1 _r=$2 _s=$3 _min=${4:-1}
 	_sel=$(win_sel $_r)

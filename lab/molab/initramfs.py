@@ -4,16 +4,18 @@ Layout in the guest:
     /init                     guest/init.sh
     /bin/busybox + applets    from busybox-static
     /bin/mo-sendfile          send a file back to the lab over the console
+    /usr/sbin/mkfs.xfs, mke2fs  the host's, with their shared objects
     /lib/modules/<release>/   the kernel's modules
     /opt/mo/...               everything guest/Makefile put in its OUT dir
                               (suites in /opt/mo/suites/<name>)
     /opt/mo/migration         wrapper running the upstream mm migration selftest
-    /opt/mo/selftests/        upstream selftests built by the lab
+    /opt/mo/selftests/        upstream mm selftests built by the lab (MM_SELFTESTS)
     /etc/mo/build.json        which kernel this initramfs was made for
 """
 
 import json
 import os
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -80,6 +82,36 @@ def busybox_applets(busybox):
     return [l.strip() for l in out.stdout.splitlines() if l.strip()]
 
 
+# Dynamically linked host programs the suites run, copied with the shared
+# objects they load (folios: filesystems on a RAM disk).
+HOST_PROGRAMS = (("usr/sbin/mkfs.xfs", "xfsprogs"), ("usr/sbin/mke2fs", "e2fsprogs"))
+
+
+def ldd_paths(text):
+    """The absolute paths of the shared objects in ldd's output."""
+    paths = []
+    for line in text.splitlines():
+        m = re.match(r"\s*(?:\S+\s+=>\s+)?(/\S+)\s+\(0x[0-9a-f]+\)", line)
+        if m:
+            paths.append(m.group(1))
+    return paths
+
+
+def add_host_program(arc, path, package):
+    """Add /``path`` and its shared objects at the same paths in the guest."""
+    prog = Path("/") / path
+    if not prog.is_file():
+        raise LabError(f"{prog} is missing (package {package})", "run 'sudo sh lab/setup.sh'")
+    out = subprocess.run(["ldd", str(prog)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise LabError(f"ldd {prog} failed: {out.stderr.strip()}", f"reinstall {package}")
+    arc.add_host_file(path, prog, 0o755)
+    for lib in ldd_paths(out.stdout):
+        dest = lib.lstrip("/")
+        if dest not in arc:
+            arc.add_host_file(dest, Path(lib).resolve(), 0o755)
+
+
 def _newer(target, sources):
     if not target.exists():
         return True
@@ -87,36 +119,75 @@ def _newer(target, sources):
     return any(Path(s).stat().st_mtime > t for s in sources if Path(s).exists())
 
 
-def build_migration_selftest(kb):
-    """Compile tools/testing/selftests/mm/migration.c statically; returns the binary."""
+# Upstream tools/testing/selftests/mm programs built for the guest, with
+# what their Makefile links them with: every program gets vm_util.c and
+# thp_settings.c; the uffd ones uffd-common.c; -lnuma where it adds it.
+# name: (extra helper sources, extra libraries, extra compiler flags)
+MM_SELFTESTS = {
+    "migration": ((), ("-lnuma",), ()),
+    "compaction_test": ((), (), ()),
+    "transhuge-stress": ((), (), ()),
+    "split_huge_page_test": ((), (), ()),
+    # 6.12.117's khugepaged.c returns KSFT_SKIP without including
+    # kselftest.h (it does not build upstream either): include it.
+    "khugepaged": ((), (), ("-include", "kselftest.h")),
+    "ksm_functional_tests": ((), (), ()),
+    "ksm_tests": ((), ("-lnuma",), ()),
+    "uffd-unit-tests": (("uffd-common.c",), (), ()),
+    # Runs only where the kernel has the test_hmm module (CONFIG_TEST_HMM).
+    "hmm-tests": ((), (), ()),
+}
+MM_HELPERS = ("vm_util.c", "thp_settings.c")
+MM_LIBS = ("-lrt", "-lpthread", "-lm")
+
+
+def selftest_command(src, hdr_inc, name, dest):
+    """The gcc command line building mm selftest ``name`` statically."""
+    st = Path(src) / "tools/testing/selftests"
+    mm = st / "mm"
+    helpers, libs, cflags = MM_SELFTESTS[name]
+    srcs = [mm / f"{name}.c", *(mm / h for h in (*MM_HELPERS, *helpers))]
+    return ["gcc", "-static", "-O2", "-Wall", "-Wno-unused-result", "-U_FORTIFY_SOURCE",
+            f"-I{st}", f"-I{mm}", f"-I{src}", "-isystem", str(hdr_inc), *cflags,
+            *map(str, srcs), *libs, *MM_LIBS, "-o", str(dest)]
+
+
+def build_mm_selftest(kb, name):
+    """Compile tools/testing/selftests/mm/<name>.c statically; returns the binary."""
     st = kb.src / "tools/testing/selftests"
     mm = st / "mm"
-    srcs = [mm / "migration.c", mm / "vm_util.c", mm / "thp_settings.c"]
-    srcs = [s for s in srcs if s.exists()]
-    if not srcs or srcs[0].name != "migration.c":
-        raise LabError(f"{rel(mm / 'migration.c')} not found", "check the kernel tree (KSRC)")
+    if not (mm / f"{name}.c").exists():
+        raise LabError(f"{rel(mm / (name + '.c'))} not found", "check the kernel tree (KSRC)")
     hdr_inc = kb.hdr / "include"
     if not hdr_inc.is_dir():
         raise LabError(f"{rel(hdr_inc)} missing (no headers_install)",
                        "build the kernel first (python3 -m lab.molab kernel)")
     dest_dir = kb.out / "selftests"
     dest_dir.mkdir(exist_ok=True)
-    dest = dest_dir / "migration"
-    deps = srcs + [st / "kselftest_harness.h", st / "kselftest.h", mm / "vm_util.h",
-                   mm / "thp_settings.h"]
+    dest = dest_dir / name
+    cmd = selftest_command(kb.src, hdr_inc, name, dest)
+    deps = [Path(a) for a in cmd if a.endswith(".c")] + [
+        st / "kselftest_harness.h", st / "kselftest.h", *mm.glob("*.h")]
     if not _newer(dest, deps):
         return dest
-    cmd = ["gcc", "-static", "-O2", "-Wall", "-Wno-unused-result", "-U_FORTIFY_SOURCE",
-           f"-I{st}", f"-I{mm}", f"-I{kb.src}", "-isystem", str(hdr_inc),
-           *map(str, srcs), "-lnuma", "-lpthread", "-lm", "-o", str(dest)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         errs = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines()[-3:]
         for l in r.stderr.splitlines()[-20:]:
             say(f"    | {l}")
-        raise LabError(f"compiling the migration selftest failed: {errs[0] if errs else '?'}",
+        raise LabError(f"compiling the {name} selftest failed: {errs[0] if errs else '?'}",
                        "check libnuma-dev (lab/setup.sh) and the kernel headers")
     return dest
+
+
+def build_migration_selftest(kb):
+    """Compile tools/testing/selftests/mm/migration.c statically; returns the binary."""
+    return build_mm_selftest(kb, "migration")
+
+
+def build_mm_selftests(kb, names=None):
+    """Build the MM_SELFTESTS (or ``names``); returns {name: binary}."""
+    return {n: build_mm_selftest(kb, n) for n in (names or MM_SELFTESTS)}
 
 
 def build_guest(kb):
@@ -178,6 +249,11 @@ def build(kb, dest=None, with_guest=True, with_selftests=True):
     arc.add_file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
     arc.add_file("etc/group", "root:x:0:\n")
 
+    for path, package in HOST_PROGRAMS:
+        add_host_program(arc, path, package)
+    if Path("/etc/mke2fs.conf").is_file():
+        arc.add_host_file("etc/mke2fs.conf", Path("/etc/mke2fs.conf"))
+
     mods = kb.modroot / "lib/modules"
     if mods.is_dir():
         arc.add_tree(mods, "lib/modules")
@@ -189,8 +265,8 @@ def build(kb, dest=None, with_guest=True, with_selftests=True):
             arc.add_tree(gout, "opt/mo")
             n_guest = sum(1 for _ in gout.rglob("*") if _.is_file())
     if with_selftests:
-        mig = build_migration_selftest(kb)
-        arc.add_host_file("opt/mo/selftests/migration", mig, 0o755)
+        for name, binary in build_mm_selftests(kb).items():
+            arc.add_host_file(f"opt/mo/selftests/{name}", binary, 0o755)
         if "opt/mo/migration" not in arc:
             arc.add_file("opt/mo/migration", MIGRATION_WRAPPER, 0o755)
 

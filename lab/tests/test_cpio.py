@@ -2,7 +2,10 @@ import gzip
 import stat
 
 from lab.molab import cpio
-from lab.molab.initramfs import elf_is_static, overlay
+import pytest
+
+from lab.molab.errors import LabError
+from lab.molab.initramfs import add_host_program, elf_is_static, ldd_paths, overlay
 
 
 def test_roundtrip_and_determinism(tmp_path):
@@ -65,3 +68,25 @@ def test_elf_is_static(tmp_path):
     f = tmp_path / "notelf"
     f.write_text("#!/bin/sh\n")
     assert not elf_is_static(f)
+
+
+def test_ldd_paths_takes_every_loaded_object():
+    out = ("\tlinux-vdso.so.1 (0x00007ffd)\n"
+           "\tlibblkid.so.1 => /lib/x86_64-linux-gnu/libblkid.so.1 (0x00007f7c4b908000)\n"
+           "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f7c4b70d000)\n"
+           "\t/lib64/ld-linux-x86-64.so.2 (0x00007f7c4b9db000)\n")
+    assert ldd_paths(out) == ["/lib/x86_64-linux-gnu/libblkid.so.1",
+                              "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+
+
+def test_host_program_with_its_libraries():
+    a = cpio.Archive()
+    add_host_program(a, "usr/bin/env", "coreutils")
+    assert "usr/bin/env" in a
+    assert any(p.endswith("libc.so.6") for p in a.entries)
+    assert any("ld-linux" in p for p in a.entries)
+
+
+def test_missing_host_program_names_its_package():
+    with pytest.raises(LabError, match="package nosuch-pkg"):
+        add_host_program(cpio.Archive(), "usr/sbin/no-such-mkfs", "nosuch-pkg")

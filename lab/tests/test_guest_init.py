@@ -143,13 +143,14 @@ TRACE = """\
               sh-90      [001] .....    10.000003: mm_migrate_batch_copy: reason=demotion mode=MIGRATE_ASYNC engine=dcbm folios=12 pages=12 engine_pages=12 cpu_pages=0 lost=0 poisoned=0 ns=1000
          mo_tier-91      [000] .....    11.000000: mm_migrate_batch_copy: reason=numa_misplaced mode=MIGRATE_ASYNC engine=cpu folios=1 pages=1 engine_pages=0 cpu_pages=1 lost=0 poisoned=0 ns=10
          mo_tier-91      [000] .....    11.000001: mm_migrate_pages: nr_succeeded=1 nr_failed=0 nr_thp_succeeded=0 nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced
+   kworker/u8:1-7        [002] .....    12.000000: mm_migrate_pages: nr_succeeded=3 nr_failed=0 nr_thp_succeeded=0 nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=compaction
 """
 
 
 @pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
 @pytest.mark.parametrize("call,want", [
     ('mig \'f["reason"] == "demotion"\'', "512"),
-    ('mig \'f["reason"] != "demotion"\'', "1"),
+    ('mig \'f["reason"] != "demotion"\'', "4"),
     ('bce n \'f["reason"] == "demotion"\'', "2"),
     ('bce pages \'f["reason"] == "demotion"\'', "512"),
     ('bce engine_pages \'f["reason"] == "demotion" && f["engine"] == "dcbm"\'', "492"),
@@ -157,6 +158,9 @@ TRACE = """\
     ('bce max_folios \'f["reason"] == "numa_misplaced"\'', "1"),
     ('bce max_folios \'f["reason"] == "demotion"\'', "500"),
     ("bce n 1", "3"),
+    ('mig \'f["comm"] == "mo_tier"\'', "1"),
+    ('mig \'f["comm"] == "kworker/u8:1" && f["pid"] == "7"\'', "3"),
+    ('mig \'f["comm"] == "sh" && f["pid"] == "90"\'', "512"),
     ('bce n \'f["reason"] == "compaction"\'', "0"),
 ])
 def test_tiering_trace_sums(tmp_path, call, want):
@@ -183,7 +187,8 @@ def test_tiering_counters_and_tiers(tmp_path):
 
 
 # A window with 512 pages migrated for demotion and 512 batch-copied by dcbm.
-def _window(tmp_path, engine_pages, engine="dcbm", copied=512, lost=0, wasted=0, pid=None):
+def _window(tmp_path, engine_pages, engine="dcbm", copied=512, lost=0, wasted=0, pid=None,
+            comm=None):
     trace = (
         "# tracer: nop\n"
         "  sh-90 [001] ..... 10.000001: mm_migrate_pages: nr_succeeded=512 nr_failed=0 "
@@ -198,7 +203,7 @@ def _window(tmp_path, engine_pages, engine="dcbm", copied=512, lost=0, wasted=0,
                                     f"pgmigrate_batch_fallback {512 - engine_pages}\n"
                                     f"pgmigrate_batch_wasted {wasted}\n")
     script = (f". {MO_LIB}\nW={tmp_path}\nHAVE_EVB=yes\nOVERRUN=0\n. {WINDOW}\n"
-              + (f"WIN_PID={pid}\n" if pid else "") +
+              + (f"WIN_PID={pid}\n" if pid else "") + (f"WIN_COMM={comm}\n" if comm else "") +
               "batch_checks dcbm demotion demotion\nt_done\n")
     return subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
 
@@ -209,11 +214,13 @@ def test_window_batch_checks_pass_and_fail(tmp_path):
     assert _window(tmp_path, 512).returncode == 0
     assert _window(tmp_path, 461).returncode == 0
     assert _window(tmp_path, 512, pid=90, copied=600, wasted=88).returncode == 0
+    assert _window(tmp_path, 512, comm="sh").returncode == 0
     # Most pages left to the CPU, another engine, a copy that lost pairs,
     # or fewer pages counted than migrated: each fails the window.
     for kw in (dict(engine_pages=400), dict(engine_pages=512, engine="mtcopy"),
                dict(engine_pages=512, lost=1), dict(engine_pages=512, copied=511),
                dict(engine_pages=512, copied=600, wasted=100),
-               dict(engine_pages=512, pid=91)):      # the events are sh-90's
+               dict(engine_pages=512, pid=91),       # the events are sh-90's
+               dict(engine_pages=512, comm="mo_folios")):
         r = _window(tmp_path, **kw)
         assert r.returncode != 0 and "not ok" in r.stdout, (kw, r.stdout)
