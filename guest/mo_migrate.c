@@ -124,7 +124,11 @@ static int write_file(const char *path, const char *val)
 	return ret;
 }
 
-/* Only @kb-sized anonymous folios (none if 4); shmem THP if @kb is PMD. */
+/*
+ * Only @kb-sized folios (none if 4): anonymous ones, or with --shmem
+ * shmem ones (per-size shmem_enabled, 6.11+; the PMD size inherits the
+ * global shmem_enabled).
+ */
 static void set_folio_size(size_t kb)
 {
 	static const size_t sizes[] = { 16, 32, 64, 128, 256, 512, 1024, 2048 };
@@ -137,10 +141,20 @@ static void set_folio_size(size_t kb)
 		snprintf(path, sizeof(path),
 			 "/sys/kernel/mm/transparent_hugepage/hugepages-%zukB/enabled",
 			 sizes[i]);
-		if (!write_file(path, sizes[i] == kb ? "always" : "never") &&
-		    sizes[i] == kb)
+		if (!write_file(path, sizes[i] == kb && !shmem ? "always" : "never") &&
+		    sizes[i] == kb && !shmem)
+			found = true;
+		snprintf(path, sizeof(path),
+			 "/sys/kernel/mm/transparent_hugepage/hugepages-%zukB/shmem_enabled",
+			 sizes[i]);
+		if (!write_file(path, sizes[i] == 2048 ? "inherit" :
+				sizes[i] == kb && shmem ? "always" : "never") &&
+		    sizes[i] == kb && shmem)
 			found = true;
 	}
+	/* The PMD size follows the global knob, the only one before 6.11. */
+	if (shmem && kb == 2048)
+		found = true;
 	write_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
 		   kb == 2048 ? "always" : "never");
 	if (!found) {

@@ -16,7 +16,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
                "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace", "reasons")
+               "batch_trace", "reasons", "folios")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -77,7 +77,7 @@ def _add_boot_opts(p):
                    help="guest CPUs, alternating between node0 and node1 "
                    "(default 2; 'test' uses 3: the upstream migration selftest skips "
                    "everything with fewer than 3 CPUs)")
-    p.add_argument("--timeout", type=float, default=2400, help="kill the guest after this many seconds")
+    p.add_argument("--timeout", type=float, default=3600, help="kill the guest after this many seconds")
     p.add_argument("--idle-timeout", type=float, default=300,
                    help="kill the guest after this many seconds without console output")
     p.add_argument("--append", action="append", default=[], help="extra kernel command line words")
