@@ -12,7 +12,7 @@ KOPTS = $(call opt,KSRC,--ksrc) $(call opt,FLAVOUR,--flavour)
 VOPTS = $(call opt,VARIANT,--variant)
 BOPTS = $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) $(if $(V),--verbose)
 
-.PHONY: help tree export kernel initramfs boot test check check-each bench unit
+.PHONY: help tree export kernel initramfs boot test test-full check check-each bench unit
 .DEFAULT_GOAL := help
 
 help:
@@ -23,6 +23,7 @@ help:
 	@echo "make boot SUITES=a,b    boot it in QEMU and run suites"
 	@echo "make test               setup, unit tests, build, boot, run all suites"
 	@echo "make test BREAK=p.patch the same on the series + a breaking patch (must fail)"
+	@echo "make test-full          make test, then every suite on the kasan flavour (KASAN)"
 	@echo "make check              checkpatch + W=1 build of the touched code"
 	@echo "make check-each         build the kernel at every patch (perf config; slow)"
 	@echo "make unit               host unit tests of the lab only"
@@ -45,6 +46,12 @@ boot:
 
 test:
 	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,BREAK,--break)
+
+# make test, then every suite once more on the kasan flavour (KASAN is too
+# slow under TCG for CI's budget; README "How long"): about twice the debug
+# kernel's time, so its boot gets up to 2 hours.
+test-full: test
+	$(MOLAB) test --skip-setup --skip-unit --flavour kasan --timeout 7200 $(BOPTS) $(call opt,SUITES,--suites)
 
 check:
 	$(MOLAB) check $(KOPTS)

@@ -90,9 +90,12 @@ def out_dir(variant, flavour):
 
 
 def fragments(variant, flavour):
-    # builtin is the debug flavour with the series' modules built in.
-    like = "debug" if flavour == "builtin" else flavour
+    # builtin is the debug flavour with the series' modules built in;
+    # kasan the debug flavour with KASAN (kasan.config).
+    like = "debug" if flavour in ("builtin", "kasan") else flavour
     frags = [CONFIGS / "base.config", CONFIGS / f"{like}.config"]
+    if flavour == "kasan":
+        frags.append(CONFIGS / "kasan.config")
     if variant in ("patched", "broken"):
         # Options that only exist with the series: all flavours, then this one.
         for extra in ("patched.config", f"patched-{like}.config", f"patched-{flavour}.config"):

@@ -24,9 +24,9 @@ GUEST = ROOT / "guest"
 KBUILD_LOCK = Path("/tmp/mo-kbuild.lock")
 
 VARIANTS = ("patched", "vanilla", "broken")
-FLAVOURS = ("debug", "perf", "builtin")
+FLAVOURS = ("debug", "perf", "builtin", "kasan")
 # builtin: the debug kernel with the engines and swdma built in, not modules.
-DEBUG_FLAVOURS = ("debug", "builtin")
+DEBUG_FLAVOURS = ("debug", "builtin", "kasan")
 
 
 def say(msg=""):

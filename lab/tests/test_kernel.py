@@ -72,3 +72,14 @@ def test_repo_builtin_fragment_builds_the_engines_in():
     for opt in ("CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_MIGRATE_OFFLOAD_MTCOPY", "CONFIG_SWDMA"):
         assert merged[opt] == "y", opt
     assert merged["CONFIG_PROVE_LOCKING"] == "y" and merged["CONFIG_MEMORY_HOTREMOVE"] == "y"
+
+
+def test_kasan_flavour_is_debug_with_kasan():
+    from lab.molab import kconfig
+    names = [p.name for p in kernel.fragments("patched", "kasan")]
+    assert names == ["base.config", "debug.config", "kasan.config", "patched.config",
+                     "patched-debug.config"]
+    merged = kconfig.merge(kconfig.parse_file(p) for p in kernel.fragments("patched", "kasan"))
+    assert merged["CONFIG_KASAN"] == "y" and merged["CONFIG_PROVE_LOCKING"] == "y"
+    assert "CONFIG_KASAN" not in kconfig.merge(
+        kconfig.parse_file(p) for p in kernel.fragments("patched", "debug"))
