@@ -165,22 +165,6 @@ static int read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Write @val to a sysfs/procfs file; 0 or -errno. Async-signal-safe. */
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	if (n < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static bool exists(const char *path)
 {
 	struct stat st;

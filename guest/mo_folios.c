@@ -194,20 +194,6 @@ static size_t check_zero(const uint8_t *p, size_t base, size_t len, const char *
 	return bad;
 }
 
-static int write_file(const char *file, const char *val)
-{
-	FILE *f = fopen(file, "w");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (fputs(val, f) < 0)
-		ret = -errno;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 static void read_line(const char *file, char *buf, size_t size)
 {
 	FILE *f = fopen(file, "r");

@@ -110,20 +110,6 @@ static void read_stats(long long *v)
 		}
 }
 
-static int write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (fputs(val, f) < 0)
-		ret = -errno;
-	if (fclose(f))
-		ret = -errno;
-	return ret;
-}
-
 /*
  * Only @kb-sized folios (none if 4): anonymous ones, or with --shmem
  * shmem ones (per-size shmem_enabled, 6.11+; the PMD size inherits the

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Where a buffer's pages are and how they are grouped, for the guest
- * programs (mo_migrate, mo_bench): /proc/self/pagemap and /proc/kpageflags
- * (root, CONFIG_PROC_PAGE_MONITOR). Header-only, so that each static
- * program includes it.
+ * programs (mo_migrate, mo_bench, mo_folios): /proc/self/pagemap and
+ * /proc/kpageflags (root, CONFIG_PROC_PAGE_MONITOR); and write_file() for
+ * their sysfs knobs. Header-only, so that each static program includes it.
  */
 #ifndef MO_PAGES_H
 #define MO_PAGES_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h) */
@@ -126,6 +128,22 @@ static inline double folio_share(const void *p, size_t len, long kb)
 	if (match == SIZE_MAX)
 		return NAN;
 	return 100.0 * match / n;
+}
+
+/* Write @val to a sysfs/procfs file; 0 or -errno. Async-signal-safe. */
+static inline int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 #endif /* MO_PAGES_H */
