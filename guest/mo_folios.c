@@ -124,7 +124,9 @@ static void usage(int code)
 	       "  race-munmap    for --secs, 2 movers move the buffer back and forth while\n"
 	       "  race-mprotect  random 64 KiB chunks are unmapped and mapped again /\n"
 	       "  race-dontneed  made read-only and writable / MADV_DONTNEED'd, and\n"
-	       "                 refilled, a verifier checking the chunks meanwhile\n"
+	       "                 refilled, a verifier checking the chunks meanwhile;\n"
+	       "                 holes_met/absent_met: pages the movers met unmapped/absent;\n"
+	       "                 a read-only chunk must fault on writes (ro_writable=0)\n"
 	       "  race-exit      for --secs, 2 movers move the pages of short-lived\n"
 	       "                 children (4 MiB each) while they check them and exit\n"
 	       "  hwpoison       2 movers move the buffer back and forth while 3 of its\n"
@@ -1104,6 +1106,7 @@ struct chunk {
 struct mover {
 	int id;
 	unsigned long rounds, errors, gone;
+	unsigned long holes, absent;	/* pages met unmapped (-EFAULT), not present (-ENOENT) */
 	pthread_t thread;
 };
 
@@ -1150,9 +1153,13 @@ static void *mover_fn(void *arg)
 		e = errno;
 		if (race_exit)
 			pthread_rwlock_unlock(&pid_lock);
-		if (r >= 0)
+		if (r >= 0) {
 			__atomic_add_fetch(&m->rounds, 1, __ATOMIC_RELAXED);
-		else if (race_exit && (e == ESRCH || e == EINVAL))
+			for (i = 0; i < n; i++) {
+				m->holes += status[i] == -EFAULT;
+				m->absent += status[i] == -ENOENT;
+			}
+		} else if (race_exit && (e == ESRCH || e == EINVAL))
 			m->gone++;
 		else if (!m->errors++)
 			printf("error: mover %d: move_pages to node %d: %s\n", m->id, node,
@@ -1180,7 +1187,7 @@ static void start_movers(struct mover *m)
 /* Stops every thread; returns the rounds of the movers. */
 static unsigned long stop_movers(struct mover *m)
 {
-	unsigned long rounds = 0, errors = 0, gone = 0;
+	unsigned long rounds = 0, errors = 0, gone = 0, holes = 0, absent = 0;
 	int i;
 
 	stop = 1;
@@ -1189,8 +1196,12 @@ static unsigned long stop_movers(struct mover *m)
 		rounds += m[i].rounds;
 		errors += m[i].errors;
 		gone += m[i].gone;
+		holes += m[i].holes;
+		absent += m[i].absent;
 	}
-	printf("rounds=%lu\nmove_errors=%lu\n", rounds, errors);
+	/* What the movers met of the racer's work: a race that never raced shows 0. */
+	printf("rounds=%lu\nmove_errors=%lu\nholes_met=%lu\nabsent_met=%lu\n", rounds, errors,
+	       holes, absent);
 	if (race_exit)
 		printf("moves_child_gone=%lu\n", gone);
 	if (!rounds)
@@ -1222,10 +1233,57 @@ static void *verifier_fn(void *arg)
 	return NULL;
 }
 
+/*
+ * race-mprotect: a write to a read-only chunk must fault (SIGSEGV) even
+ * when the chunk migrated while read-only: the migration entry made while
+ * it was writable must not come back as a writable PTE. The probe writes
+ * back the byte it read, so a missed fault changes nothing but is counted.
+ */
+static sigjmp_buf segv_jmp;
+static __thread volatile sig_atomic_t segv_armed;
+static unsigned long ro_probes, ro_writable, ro_moved;
+
+static void on_sigsegv(int sig)
+{
+	if (!segv_armed) {
+		signal(sig, SIG_DFL);	/* not a probe: fault again, and die of it */
+		return;
+	}
+	segv_armed = 0;
+	siglongjmp(segv_jmp, 1);
+}
+
+/* 1 if writing back the byte at @b faulted (SIGSEGV). */
+static int write_faults(volatile uint8_t *b)
+{
+	if (sigsetjmp(segv_jmp, 1))
+		return 1;
+	segv_armed = 1;
+	*b = *b;
+	segv_armed = 0;
+	return 0;
+}
+
+/* Pages of the read-only chunk @p a write did not fault on. */
+static unsigned long probe_read_only(uint8_t *p)
+{
+	unsigned long writable = 0;
+	size_t i;
+
+	for (i = 0; i < CHUNK; i += page_size) {
+		ro_probes++;
+		writable += !write_faults(p + i);
+	}
+	return writable;
+}
+
 /* One racer operation on chunk @c (locked); the chunk then holds its next generation. */
 static void race_op(size_t c)
 {
 	uint8_t *p = race_buf + c * CHUNK, *q;
+	uint64_t *pm0, *pm1;
+	unsigned long w;
+	size_t i;
 
 	if (!strcmp(kind, "race-munmap")) {
 		check_chunk(c, "before munmap");
@@ -1243,14 +1301,28 @@ static void race_op(size_t c)
 	} else if (!strcmp(kind, "race-mprotect")) {
 		if (mprotect(p, CHUNK, PROT_READ))
 			die("mprotect(PROT_READ)");
+		pm0 = pagemap_of(p, CHUNK);
 		check_chunk(c, "read-only");
-		sleep_ms(0.5);
+		sleep_ms(2);		/* a read-only chunk for the movers to move */
+		pm1 = pagemap_of(p, CHUNK);
+		for (i = 0; i < CHUNK / page_size; i++)
+			if (PM_PRESENT(pm0[i]) && PM_PRESENT(pm1[i]) &&
+			    PM_PFN(pm0[i]) != PM_PFN(pm1[i]))
+				break;
+		ro_moved += i < CHUNK / page_size;
+		free(pm0);
+		free(pm1);
+		w = probe_read_only(p);
+		if (w && (ro_writable += w) == w)
+			printf("corrupt: chunk %zu: %lu pages writable while read-only\n", c, w);
+		check_chunk(c, "read-only, after the write probes");
 		if (mprotect(p, CHUNK, PROT_READ | PROT_WRITE))
 			die("mprotect(PROT_READ | PROT_WRITE)");
 	} else {
 		check_chunk(c, "before MADV_DONTNEED");
 		if (madvise(p, CHUNK, MADV_DONTNEED))
 			die("madvise(MADV_DONTNEED)");
+		sleep_ms(0.5);		/* absent pages for the movers to meet */
 		check_zero(p, c * CHUNK, CHUNK, "a chunk after MADV_DONTNEED");
 	}
 	chunks[c].gen++;
@@ -1364,6 +1436,8 @@ static void kind_race(void)
 		pthread_mutex_init(&chunks[c].lock, NULL);
 		chunks[c].gen = 1;
 	}
+	if (signal(SIGSEGV, on_sigsegv) == SIG_ERR)
+		die("signal(SIGSEGV)");
 	start_movers(m);
 	if (pthread_create(&verifier, NULL, verifier_fn, &verifies))
 		die("pthread_create");
@@ -1381,6 +1455,12 @@ static void kind_race(void)
 	printf("racer_ops=%lu\nverifies=%lu\n", ops, verifies);
 	if (!ops)
 		fail("the racer did nothing");
+	if (!strcmp(kind, "race-mprotect")) {
+		printf("ro_probes=%lu\nro_writable=%lu\nro_moved=%lu\n", ro_probes, ro_writable,
+		       ro_moved);
+		if (ro_writable)
+			fail("%lu writes to read-only pages did not fault", ro_writable);
+	}
 	for (c = 0; c < nr_chunks; c++)
 		check_chunk(c, "at the end");
 }
@@ -1616,7 +1696,7 @@ int main(int argc, char **argv)
 	printf("pid=%d\nkind=%s\npages=%zu\n", getpid(), kind, npages);
 	fflush(stdout);
 	run();
-	printf("bad_bytes=%zu\n", bad_bytes);
+	printf("bad_bytes=%zu\nbytes_checked=%llu\n", bad_bytes, mo_bytes_checked);
 	if (bad_bytes)
 		fail("%zu bytes differ from what was written last", bad_bytes);
 	return nr_fail ? 1 : 0;

@@ -466,7 +466,7 @@ static int run_storm(void)
 	printf("storm_windows=%lu\nstorm_empty_windows=%lu\nstorm_min_window_pages=%lu\n"
 	       "storm_min_window_moved_pct=%lu\n",
 	       windows, empty, windows ? min_win : 0, windows ? min_pct : 0);
-	printf("bad_bytes=%zu\n", bad);
+	printf("bad_bytes=%zu\nbytes_checked=%llu\n", bad, mo_bytes_checked);
 	return bad ? 1 : 0;
 }
 
@@ -571,8 +571,8 @@ int main(int argc, char **argv)
 	bad = check(buf, 0, buf_len, 0, "after the move");
 	share_after = folio_share(buf, buf_len, folio_kb);
 
-	printf("pages=%zu\nmoved=%zu\nnot_moved=%zu\nbad_bytes=%zu\n",
-	       buf_len / page_size, on, busy, bad);
+	printf("pages=%zu\nmoved=%zu\nnot_moved=%zu\nbad_bytes=%zu\nbytes_checked=%llu\n",
+	       buf_len / page_size, on, busy, bad, mo_bytes_checked);
 	/* The move keeps folio sizes: a batch path that split them shows. */
 	printf("folio_share_after=%.1f\n", share_after);
 	if (!(share_after >= 90)) {

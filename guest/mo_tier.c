@@ -61,11 +61,14 @@
  *    and checked, then both are unregistered.
  * It prints one line
  *   act n=K what=.. pages=N failed=F pfn_changed=C movable_before=B
- *       movable_after=A pin_read_bad=R
+ *       movable_after=A pin_read_bad=R pinned_moved=P unpinned_moved=U
  * (failed: calls that failed; pfn_changed: pages of the ranges at another
  * frame than before the act; movable_*: pages of the ranges in a
  * ZONE_MOVABLE, by /proc/zoneinfo; pin_read_bad: bytes read through the pins
- * that differ from the pattern), then "act_done=K".
+ * that differ from the pattern; pin and uring: pinned_moved: pages that
+ * moved when asked to while pinned, which must be 0 if the pins hold the
+ * mapping's frames, and unpinned_moved: the same asked again after the
+ * unpin, the control), then "act_done=K".
  * Exit 0 if every byte was intact, 1 if not, 2 on a setup error.
  */
 #define _GNU_SOURCE
@@ -108,11 +111,15 @@ struct pin_longterm_test {
 
 /*
  * io_uring without liburing: register @iov (@n ranges) as fixed buffers,
- * write fixed buffer @idx (@len bytes) into a memfd and read it back into
- * @copy, unregister. Returns 0, or -errno of the failed step (printed).
+ * count in @pinned_moved the pages of them that move_each() could move while
+ * registered, write fixed buffer @idx (@len bytes) into a memfd and read it
+ * back into @copy, unregister. Returns 0, or -errno of the failed step
+ * (printed).
  */
+static unsigned long move_each(uint8_t *p, size_t len);
+
 static int uring_pin_read(struct iovec *iov, unsigned int n, unsigned int idx,
-			  void *copy, size_t len)
+			  void *copy, size_t len, unsigned long *pinned_moved)
 {
 	struct io_uring_params p = { 0 };
 	struct io_uring_sqe *sqes = MAP_FAILED;
@@ -138,6 +145,8 @@ static int uring_pin_read(struct iovec *iov, unsigned int n, unsigned int idx,
 	step = "IORING_REGISTER_BUFFERS";
 	if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS, iov, n))
 		goto err;
+	for (unsigned int j = 0; j < n; j++)
+		*pinned_moved += move_each(iov[j].iov_base, iov[j].iov_len);
 	step = "memfd_create";
 	mfd = memfd_create("mo_tier_uring", 0);
 	if (mfd < 0)
@@ -268,6 +277,30 @@ static uint64_t pfn_of(const void *p)
 	if (pread(pagemap_fd, &e, sizeof(e), at) != sizeof(e))
 		die("pread(/proc/self/pagemap)");
 	return (e >> 63) & 1 ? e & ((1ULL << 55) - 1) : 0;
+}
+
+/*
+ * Asks to move each page of [@p, @p + @len) to another node (1 from node
+ * 0, else 0), one at a time; returns how many got another frame. A page
+ * held by a long-term pin must not (its reference count makes migration
+ * fail), so the pins are proven to hold the frames the mapping has.
+ */
+static unsigned long move_each(uint8_t *p, size_t len)
+{
+	unsigned long moved = 0;
+	size_t i;
+
+	for (i = 0; i < len; i += page_size) {
+		void *pg = p + i;
+		uint64_t pfn = pfn_of(pg);
+		int to = node_of(pg) == 0 ? 1 : 0, st;
+
+		/* Its result is what pfn_of() says next: a pinned page fails. */
+		if (move_pages(0, 1, &pg, &to, &st, MPOL_MF_MOVE) < 0)
+			die("move_pages(one page)");
+		moved += pfn_of(pg) != pfn;
+	}
+	return moved;
 }
 
 /*
@@ -433,6 +466,7 @@ static void act(size_t half)
 	size_t per = act_pages / 2, k = act_n, r, i, bad = 0;
 	size_t start[2] = { half - (k + 1) * per * page_size, half + k * per * page_size };
 	unsigned long failed = 0, changed = 0, mov0 = 0, mov1 = 0;
+	unsigned long pinned_moved = 0, unpinned_moved = 0;
 	uint64_t before[2][per ? per : 1];
 	int fd = -1;
 
@@ -458,7 +492,7 @@ static void act(size_t half)
 
 		if (!copy)
 			die("malloc");
-		if (uring_pin_read(iov, 2, 1, copy, per * page_size)) {
+		if (uring_pin_read(iov, 2, 1, copy, per * page_size, &pinned_moved)) {
 			failed++;
 		} else {
 			bad = mo_pattern_verify(copy, start[1], per * page_size, READ_SEED, &first);
@@ -489,6 +523,7 @@ static void act(size_t half)
 			failed++;
 			continue;
 		}
+		pinned_moved += move_each(buf + start[r], per * page_size);
 		if (r == 1) {
 			/* The readers' pages, as the kernel sees them through the pins. */
 			uint8_t *copy = malloc(per * page_size);
@@ -519,12 +554,17 @@ moved:
 			changed += pfn && pfn != before[r][i];
 			mov1 += pfn_movable(pfn);
 		}
+	/* The control of move_each(): unpinned, the same pages do move. */
+	if (fd >= 0 || !strcmp(act_what, "uring"))
+		for (r = 0; r < 2; r++)
+			unpinned_moved += move_each(buf + start[r], per * page_size);
 	if (fd >= 0)
 		close(fd);
 out:
 	pthread_mutex_lock(&out_lock);
-	printf("act n=%d what=%s pages=%zu failed=%lu pfn_changed=%lu movable_before=%lu movable_after=%lu pin_read_bad=%zu\nact_done=%d\n",
-	       act_n, act_what, 2 * per, failed, changed, mov0, mov1, bad, act_n);
+	printf("act n=%d what=%s pages=%zu failed=%lu pfn_changed=%lu movable_before=%lu movable_after=%lu pin_read_bad=%zu pinned_moved=%lu unpinned_moved=%lu\nact_done=%d\n",
+	       act_n, act_what, 2 * per, failed, changed, mov0, mov1, bad, pinned_moved,
+	       unpinned_moved, act_n);
 	fflush(stdout);
 	pthread_mutex_unlock(&out_lock);
 }
@@ -757,6 +797,7 @@ int main(int argc, char **argv)
 			bad += check_page(w[k].off + p * page_size,
 					  w[k].writer ? w[k].gens[p] : READ_SEED, "at the end");
 	}
-	printf("page_writes=%lu\npage_reads=%lu\nbad_bytes=%zu\n", writes, reads, bad);
+	printf("page_writes=%lu\npage_reads=%lu\nbad_bytes=%zu\nbytes_checked=%llu\n", writes, reads,
+	       bad, mo_bytes_checked);
 	return bad ? 1 : 0;
 }

@@ -76,6 +76,9 @@ struct mo_bad {
  * The buffer is read once, word by word, so a concurrent change is seen
  * at most once.
  */
+/* Bytes mo_pattern_verify() has read, for the programs' bytes_checked= line. */
+static unsigned long long mo_bytes_checked;
+
 static inline size_t mo_pattern_verify(const void *p, size_t base, size_t len,
 				       uint64_t seed, struct mo_bad *first)
 {
@@ -83,6 +86,8 @@ static inline size_t mo_pattern_verify(const void *p, size_t base, size_t len,
 	uint64_t idx = base / 8;
 	size_t i, n = len / 8, bad = 0;
 	int b;
+
+	__atomic_add_fetch(&mo_bytes_checked, 8ULL * n, __ATOMIC_RELAXED);
 
 	for (i = 0; i < n; i++) {
 		uint64_t got = w[i], want = mo_pattern_word(idx + i, seed);

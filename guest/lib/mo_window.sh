@@ -59,6 +59,16 @@ tsum() {
 mig() { tsum mm_migrate_pages nr_succeeded "$1"; }
 bce() { tsum mm_migrate_batch_copy "$@"; }
 
+# Rows of the reason x engine matrix the lab prints (lab/molab/matrix.py):
+# mrow ENGINE REASON on|off MIGRATED BATCHED ENGINE_PAGES CPU_PAGES, one
+# per window; bytes_row ENGINE REASONS FILE, what the test program that
+# ran under those reasons (comma separated) verified, from its output FILE
+# (bytes_checked=, bad_bytes=; absent values are reported as -1).
+mrow() { echo "# @@MO-ROW engine=$1 reason=$2 batched=$3 migrated=$4 batch_pages=$5 engine_pages=$6 cpu_pages=$7"; }
+bytes_row() {
+	echo "# @@MO-BYTES engine=$1 reasons=$2 bytes=$(kv "$3" bytes_checked | tail -1 | grep . || echo -1) bad=$(kv "$3" bad_bytes | tail -1 | grep . || echo -1)"
+}
+
 # (Locals start with "_" but never "_n": t_check uses that one.)
 # batch_checks ENGINE REASON STEP [MIN]: with REASON batched, the window
 # proves the batch copy for it. STEP: what the migration was, for the
@@ -80,6 +90,7 @@ batch_checks() {
 	# copied again per folio) do not count as the batch path taken.
 	_wa=$(delta $W/before $W/after pgmigrate_batch_wasted) || _wa=$_cp
 	if [ $_e = none ]; then
+		mrow $_e $_r on "$_mig" "$(bce pages "$_sel")" 0 "$(bce cpu_pages "$_sel")"
 		t_diag "$_s: $_mig pages migrated (reason $_r), batch copied $_cp, $(bce n 1) batch events"
 		t_check "none: $_s migrated pages (reason $_r: $_mig >= $_min)" [ "$_mig" -ge "$_min" ]
 		t_check "none: $_s not batched (pgmigrate_batch_copied +$_cp, no batch event)" \
@@ -98,6 +109,7 @@ batch_checks() {
 	_nev=$(bce n "$_sel") _pg=$(bce pages "$_sel") _ep=$(bce engine_pages "$_sel")
 	_cpu=$(bce cpu_pages "$_sel") _mx=$(bce max_folios "$_sel")
 	_en=$(bce n "$_sel && f[\"engine\"] == \"$_e\"")
+	mrow $_e $_r on "$_mig" "$_pg" "$_ep" "$_cpu"
 	t_diag "$_s: $_mig pages migrated (reason $_r); $_nev batch events: $_pg pages, engine $_e $_ep, cpu $_cpu, at most $_mx folios; pgmigrate_batch_copied +$_cp, fallback +$_fb"
 	t_check "$_e: $_s went through the batch copy ($_pg batched pages >= $_mig migrated >= $_min)" \
 		[ "$_mig" -ge "$_min" -a "$_pg" -ge "$_mig" -a "$OVERRUN" = 0 ]
@@ -143,6 +155,8 @@ filter_checks() {
 	t_check "$_e: $_s reasons reads back without $_r" sh -c "! grep -qw $_r $MO/reasons"
 	_nev=$(bce n "f[\"reason\"] == \"$_r\"")
 	_oth=$(bce pages "f[\"reason\"] != \"$_r\"")
+	mrow $_e $_r off "$_mig" "$(bce pages "f[\"reason\"] == \"$_r\"")" \
+		"$(bce engine_pages "f[\"reason\"] == \"$_r\"")" "$(bce cpu_pages "f[\"reason\"] == \"$_r\"")"
 	t_diag "$_s, $_r not in reasons: $_mig pages migrated; $_nev batch events of $_r; other reasons batched $_oth pages; pgmigrate_batch_copied +$_cp"
 	t_check "$_e: $_s still migrates with $_r removed from reasons ($_mig pages >= $_min)" [ "$_mig" -ge "$_min" ]
 	t_check "$_e: $_s not batched with $_r removed ($_nev events; copied $_cp <= $_oth of other reasons)" \

@@ -322,9 +322,33 @@ def cmd_test(a):
         passed += r.summary.passed
         failed += r.summary.failed
         skipped += r.summary.skipped
+    # The reason x engine view across suites; a whole run must fill it.
+    gaps = _matrix(boots[0][1], whole=not a.suites)
+    failed += bool(gaps)
     say(f"timings: {timer.report()}")
     say(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
-    return EXIT_OK if all(r.ok for _, r in boots) else EXIT_FAIL
+    return EXIT_OK if all(r.ok for _, r in boots) and not gaps else EXIT_FAIL
+
+
+def _matrix(res, whole):
+    """Print the boot's reason x engine matrix and write matrix.md next to
+    its console log; with @whole (every suite ran), return its gaps."""
+    from . import matrix
+    cells = matrix.collect(res.report.blocks)
+    if not cells:
+        if whole:
+            say("FAIL  matrix  no suite reported a reason x engine row")
+            return ["empty"]
+        return []
+    out = res.console_log.parent / "matrix.md"
+    out.write_text(matrix.markdown(cells))
+    say(f"-- reason x engine (pages; every suite's windows; {rel(out)})")
+    for line in matrix.text(cells):
+        say("  " + line)
+    gaps = matrix.problems(cells) if whole else []
+    for g in gaps:
+        say(f"FAIL  matrix  {g}")
+    return gaps
 
 
 def cmd_check(a):
@@ -360,6 +384,12 @@ def cmd_report(a):
                              require_debug=bool(meta.get("require_debug")))
     for line in summ.lines()[:-1]:
         say(line)
+    from . import matrix
+    cells = matrix.collect(rep.blocks)
+    if cells:
+        say("-- reason x engine (pages)")
+        for line in matrix.text(cells):
+            say("  " + line)
     say(f"console log: {rel(log)}")
     say(summ.lines()[-1])
     return EXIT_OK if summ.ok else EXIT_FAIL

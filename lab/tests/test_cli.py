@@ -117,10 +117,27 @@ def test_report_rejudges_a_saved_log(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "console.log"), "--suites", "kunit,migration"]) == 0
 
 
-def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True):
+def _matrix_lines(skip=()):
+    """A main boot's matrix rows: every reason with every engine, but @skip."""
+    from lab.molab import matrix
+    out = []
+    for r in matrix.REASONS:
+        for e in matrix.ENGINES:
+            if (r, e) in skip:
+                continue
+            n = 0 if e == "none" else 8
+            out += [f"# @@MO-ROW engine={e} reason={r} batched=on migrated=8 batch_pages={n} "
+                    f"engine_pages={n if e not in ('cpu', 'none') else 0} cpu_pages={n if e == 'cpu' else 0}",
+                    f"# @@MO-BYTES engine={e} reasons={r} bytes=32768 bad=0"]
+    return out
+
+
+def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=()):
     """cmd_test with builds and boots faked: returns (exit code, specs booted)."""
     from types import SimpleNamespace
+    from lab.molab import console
     specs = []
+    blocks = [console.Block(name="reasons", start_line=1, lines=_matrix_lines(matrix_skip))]
 
     def summary(passed, failed):
         return SimpleNamespace(passed=passed, failed=failed, skipped=0,
@@ -132,7 +149,8 @@ def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True):
         builtin = spec.label.endswith("-builtin")
         ok = builtin_ok or not builtin
         return SimpleNamespace(ok=ok, summary=summary(40 if builtin else 200, 0 if ok else 1),
-                               report=SimpleNamespace(release="6.12.117"),
+                               report=SimpleNamespace(release="6.12.117",
+                                                      blocks=[] if builtin else blocks),
                                console_log=tmp_path / "console.log")
 
     def ensure(variant, flavour, ksrc=None):
@@ -161,6 +179,14 @@ def test_make_test_boots_the_engines_built_in_too(monkeypatch, tmp_path, capsys)
     assert "swdma.nr_chans=4" in specs[1].cmdline_extra and specs[1].require_debug
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "240 passed, 0 failed"        # cases of both boots
+
+
+def test_make_test_fails_when_a_reason_was_not_driven_with_an_engine(monkeypatch, tmp_path, capsys):
+    rc, specs = _fake_test_run(monkeypatch, tmp_path, matrix_skip={("damon", "mtcopy")})
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1 and out[-1] == "240 passed, 1 failed"
+    assert "FAIL  matrix  damon with mtcopy: not driven (no trace window)" in out
+    assert (tmp_path / "matrix.md").read_text().count("| damon |") == 4
 
 
 def test_make_test_fails_when_the_builtin_boot_fails(monkeypatch, tmp_path, capsys):

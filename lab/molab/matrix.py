@@ -1,0 +1,179 @@
+"""The reason x engine matrix of a test boot.
+
+The suites that drive migration reasons for real (tiering, reasons,
+memory_offline, folios) print, through guest/lib/mo_window.sh, one line per
+trace window and one per test program they ran:
+
+    # @@MO-ROW engine=E reason=R batched=on|off migrated=N batch_pages=P
+             engine_pages=EP cpu_pages=C
+    # @@MO-BYTES engine=E reasons=R1[,R2] bytes=B bad=X
+
+(one line each). ROW: the window's pages migrated for reason R (the
+suite's own selection: its task, its program), the pages of R's batch
+copies, those the engine copied itself and those the CPU copied; "off"
+windows ran with R removed from migrate_offload/reasons. BYTES: what a test
+program that ran while those reasons moved its pages verified byte by byte
+(mo_pattern_verify) and how many bytes were bad; a program whose pages
+served two reasons counts for both.
+
+The suites judge each window themselves; the matrix adds the view across
+suites: a whole run must drive every reason with every engine, batched by
+the engine, with bytes checked and none bad, and never batch a reason that
+was off.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+# enum migrate_reason's batchable reasons, in the kernel's order.
+REASONS = ("compaction", "memory_failure", "memory_hotplug", "syscall_or_cpuset",
+           "mempolicy_mbind", "numa_misplaced", "contig_range", "longterm_pin",
+           "demotion", "damon")
+ENGINES = ("none", "cpu", "mtcopy", "dcbm")
+
+LINE_RE = re.compile(r"@@MO-(ROW|BYTES)((?:[ \t]+[a-z_]+=\S*)+)[ \t]*$")
+
+
+@dataclass
+class Cell:
+    windows: int = 0          # windows with the reason batched
+    migrated: int = 0
+    batch_pages: int = 0
+    engine_pages: int = 0
+    cpu_pages: int = 0
+    off_windows: int = 0      # windows with the reason removed
+    off_migrated: int = 0
+    off_batched: int = 0
+    programs: int = 0         # BYTES lines
+    bytes: int = 0
+    bad: int = 0
+    unknown: int = 0          # BYTES lines without a count (program died early)
+    suites: set = field(default_factory=set)
+
+
+def _fields(text):
+    out = {}
+    for kv in text.split():
+        k, _, v = kv.partition("=")
+        out[k] = v
+    return out
+
+
+def _int(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return -1
+
+
+def collect(blocks):
+    """{(reason, engine): Cell} from the suite blocks of a console report."""
+    cells = {}
+
+    def cell(reason, engine, suite):
+        c = cells.setdefault((reason, engine), Cell())
+        c.suites.add(suite)
+        return c
+
+    for b in blocks:
+        for line in b.lines:
+            m = LINE_RE.search(line)
+            if not m:
+                continue
+            f = _fields(m.group(2))
+            engine = f.get("engine", "?")
+            if m.group(1) == "ROW":
+                c = cell(f.get("reason", "?"), engine, b.name)
+                mig, pages = _int(f.get("migrated")), _int(f.get("batch_pages"))
+                if f.get("batched") == "off":
+                    c.off_windows += 1
+                    c.off_migrated += max(mig, 0)
+                    c.off_batched += pages if pages else 0
+                else:
+                    c.windows += 1
+                    c.migrated += max(mig, 0)
+                    c.batch_pages += max(pages, 0)
+                    c.engine_pages += max(_int(f.get("engine_pages")), 0)
+                    c.cpu_pages += max(_int(f.get("cpu_pages")), 0)
+                continue
+            nbytes, bad = _int(f.get("bytes")), _int(f.get("bad"))
+            for reason in filter(None, f.get("reasons", "").split(",")):
+                c = cell(reason, engine, b.name)
+                c.programs += 1
+                if nbytes < 0 or bad < 0:
+                    c.unknown += 1
+                    continue
+                c.bytes += nbytes
+                c.bad += bad
+    return cells
+
+
+def _own(engine, c):
+    """Pages the selected engine copied itself (the CPU for "cpu")."""
+    return c.cpu_pages if engine == "cpu" else c.engine_pages
+
+
+def problems(cells, reasons=REASONS, engines=ENGINES):
+    """What a whole run's matrix lacks, one line each (empty: complete)."""
+    out = []
+    for r in reasons:
+        for e in engines:
+            c = cells.get((r, e))
+            where = f"{r} with {e}"
+            if c is None or not c.windows:
+                out.append(f"{where}: not driven (no trace window)")
+                continue
+            if not c.migrated:
+                out.append(f"{where}: no page migrated in {c.windows} window(s)")
+            if e == "none" and c.batch_pages:
+                out.append(f"{where}: {c.batch_pages} pages batched with no engine")
+            if e != "none" and (not c.batch_pages or not _own(e, c)):
+                out.append(f"{where}: not batch-copied by {e} ({c.batch_pages} batched, "
+                           f"{_own(e, c)} by the engine)")
+            if not c.programs or c.unknown:
+                out.append(f"{where}: bytes checked unknown ({c.programs} program(s), "
+                           f"{c.unknown} without a count)")
+            elif not c.bytes:
+                out.append(f"{where}: no byte checked")
+            if c.bad:
+                out.append(f"{where}: {c.bad} bad bytes")
+            if c.off_batched:
+                out.append(f"{where}: {c.off_batched} pages batched with {r} off")
+    for (r, e), c in sorted(cells.items()):
+        if r not in reasons or e not in engines:
+            out.append(f"{r} with {e}: not a known reason or engine")
+    return out
+
+
+def _mib(n):
+    return f"{n / 2**20:.0f}" if n >= 2**20 else f"{n / 2**20:.2f}"
+
+
+def rows(cells, reasons=REASONS, engines=ENGINES):
+    """Table rows (lists of strings), header first."""
+    out = [["reason", "engine", "windows", "migrated", "batch-copied", "by engine",
+            "MiB checked", "bad", "off: migrated", "off: batched"]]
+    for r in reasons:
+        for e in engines:
+            c = cells.get((r, e)) or Cell()
+            own = _own(e, c)
+            share = f"{own} ({100 * own // c.batch_pages}%)" if c.batch_pages else "-"
+            off = (str(c.off_migrated), str(c.off_batched)) if c.off_windows else ("-", "-")
+            bad = str(c.bad) + (f" (+{c.unknown} unknown)" if c.unknown else "")
+            out.append([r, e, str(c.windows), str(c.migrated), str(c.batch_pages),
+                        share if e != "none" else "-", _mib(c.bytes), bad, *off])
+    return out
+
+
+def text(cells):
+    table = rows(cells)
+    w = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(v.rjust(w[i]) if i > 1 else v.ljust(w[i]) for i, v in enumerate(row)).rstrip()
+            for row in table]
+
+
+def markdown(cells):
+    table = rows(cells)
+    lines = ["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
+    lines += ["| " + " | ".join(row) + " |" for row in table[1:]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""The reason x engine matrix: rows printed by guest/lib/mo_window.sh, read
+by lab/molab/matrix.py."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab.molab import console, matrix
+
+ROOT = Path(__file__).resolve().parents[2]
+WINDOW = ROOT / "guest" / "lib" / "mo_window.sh"
+MO_LIB = ROOT / "guest" / "lib" / "mo_lib.sh"
+BUSYBOX = shutil.which("busybox")
+
+
+def _block(name, lines):
+    return console.Block(name=name, start_line=1, lines=list(lines), ended=True, rc=0)
+
+
+def _complete(bad=0, off_batched=0, skip=None):
+    """Lines of a run that drove every reason with every engine."""
+    lines = []
+    for r in matrix.REASONS:
+        for e in matrix.ENGINES:
+            if (r, e) == skip:
+                continue
+            own = "0 64" if e == "cpu" else ("0 0" if e == "none" else "60 4")
+            pages = 0 if e == "none" else 64
+            lines.append(f"# @@MO-ROW engine={e} reason={r} batched=on migrated=64 "
+                         f"batch_pages={pages} engine_pages={own.split()[0]} cpu_pages={own.split()[1]}")
+            if e != "none":
+                lines.append(f"# @@MO-ROW engine={e} reason={r} batched=off migrated=64 "
+                             f"batch_pages={off_batched} engine_pages=0 cpu_pages=0")
+            lines.append(f"# @@MO-BYTES engine={e} reasons={r} bytes=1048576 bad={bad}")
+    return lines
+
+
+def test_a_complete_matrix_has_no_gaps():
+    cells = matrix.collect([_block("reasons", _complete())])
+    assert matrix.problems(cells) == []
+    text = "\n".join(matrix.text(cells))
+    assert "demotion" in text and "60 (93%)" in text and "64 (100%)" in text
+    md = matrix.markdown(cells)
+    assert md.count("\n") == 2 + len(matrix.REASONS) * len(matrix.ENGINES)
+
+
+@pytest.mark.parametrize("kw,want", [
+    (dict(skip=("damon", "dcbm")), "damon with dcbm: not driven"),
+    (dict(bad=3), "3 bad bytes"),
+    (dict(off_batched=5), "5 pages batched with compaction off"),
+])
+def test_gaps_are_named(kw, want):
+    gaps = matrix.problems(matrix.collect([_block("reasons", _complete(**kw))]))
+    assert any(want in g for g in gaps), gaps
+
+
+def test_a_reason_not_batched_by_its_engine_or_without_bytes_is_a_gap():
+    lines = [l for l in _complete() if "reason=damon" not in l or "engine=mtcopy" not in l]
+    lines += ["# @@MO-ROW engine=mtcopy reason=damon batched=on migrated=64 batch_pages=64 "
+              "engine_pages=0 cpu_pages=64",
+              "# @@MO-BYTES engine=mtcopy reasons=damon bytes=-1 bad=-1"]
+    gaps = matrix.problems(matrix.collect([_block("reasons", lines)]))
+    assert any("damon with mtcopy: not batch-copied by mtcopy" in g for g in gaps), gaps
+    assert any("damon with mtcopy: bytes checked unknown" in g for g in gaps), gaps
+    lines = [l for l in _complete() if not ("MO-BYTES" in l and "reasons=damon" in l)]
+    gaps = matrix.problems(matrix.collect([_block("reasons", lines)]))
+    assert sum("bytes checked unknown" in g for g in gaps) == len(matrix.ENGINES), gaps
+
+
+def test_bytes_of_a_program_count_for_each_of_its_reasons():
+    cells = matrix.collect([_block("tiering", [
+        "# @@MO-BYTES engine=cpu reasons=demotion,numa_misplaced bytes=4096 bad=0"])])
+    assert cells[("demotion", "cpu")].bytes == cells[("numa_misplaced", "cpu")].bytes == 4096
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_rows_from_the_guest_library(tmp_path):
+    """mo_window.sh's batch_checks and bytes_row print what collect() reads."""
+    (tmp_path / "trace").write_text(
+        "# tracer: nop\n"
+        "  sh-90 [001] ..... 10.000001: mm_migrate_pages: nr_succeeded=512 nr_failed=0 "
+        "nr_thp_succeeded=0 nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=damon\n"
+        "  sh-90 [001] ..... 10.000002: mm_migrate_batch_copy: reason=damon mode=MIGRATE_ASYNC "
+        "engine=dcbm folios=512 pages=512 engine_pages=500 cpu_pages=12 lost=0 poisoned=0 ns=1\n")
+    (tmp_path / "before").write_text("pgmigrate_batch_copied 0\npgmigrate_batch_fallback 0\n"
+                                     "pgmigrate_batch_wasted 0\n")
+    (tmp_path / "after").write_text("pgmigrate_batch_copied 512\npgmigrate_batch_fallback 12\n"
+                                    "pgmigrate_batch_wasted 0\n")
+    (tmp_path / "prog.out").write_text("pages=512\nbad_bytes=0\nbytes_checked=8388608\n")
+    (tmp_path / "dead.out").write_text("pages=512\n")
+    script = (f". {MO_LIB}\nW={tmp_path}\nHAVE_EVB=yes\nOVERRUN=0\n. {WINDOW}\n"
+              "batch_checks dcbm damon damon\n"
+              f"bytes_row dcbm damon {tmp_path / 'prog.out'}\n"
+              f"bytes_row mtcopy damon {tmp_path / 'dead.out'}\n")
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
+    cells = matrix.collect([_block("reasons", r.stdout.splitlines())])
+    c = cells[("damon", "dcbm")]
+    assert (c.windows, c.migrated, c.batch_pages, c.engine_pages, c.cpu_pages) == (1, 512, 512, 500, 12), r.stdout
+    assert (c.programs, c.bytes, c.bad, c.unknown) == (1, 8388608, 0, 0)
+    assert cells[("damon", "mtcopy")].unknown == 1, r.stdout
