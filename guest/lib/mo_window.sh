@@ -63,10 +63,13 @@ bce() { tsum mm_migrate_batch_copy "$@"; }
 # mrow ENGINE REASON on|off MIGRATED BATCHED ENGINE_PAGES CPU_PAGES, one
 # per window; bytes_row ENGINE REASONS FILE, what the test program that
 # ran under those reasons (comma separated) verified, from its output FILE
-# (bytes_checked=, bad_bytes=; absent values are reported as -1).
-mrow() { echo "# @@MO-ROW engine=$1 reason=$2 batched=$3 migrated=$4 batch_pages=$5 engine_pages=$6 cpu_pages=$7"; }
+# (bytes_checked=, bad_bytes=; absent values are reported as -1). Each
+# row goes to the console and to MO_OUTDIR/matrix.rows, which the guest's
+# init sends back whole (a kernel message can split a console line).
+_row() { echo "# $*"; [ -z "$MO_OUTDIR" ] || echo "$*" >> "$MO_OUTDIR/matrix.rows"; }
+mrow() { _row "@@MO-ROW engine=$1 reason=$2 batched=$3 migrated=$4 batch_pages=$5 engine_pages=$6 cpu_pages=$7"; }
 bytes_row() {
-	echo "# @@MO-BYTES engine=$1 reasons=$2 bytes=$(kv "$3" bytes_checked | tail -1 | grep . || echo -1) bad=$(kv "$3" bad_bytes | tail -1 | grep . || echo -1)"
+	_row "@@MO-BYTES engine=$1 reasons=$2 bytes=$(kv "$3" bytes_checked | tail -1 | grep . || echo -1) bad=$(kv "$3" bad_bytes | tail -1 | grep . || echo -1)"
 }
 
 # (Locals start with "_" but never "_n": t_check uses that one.)

@@ -334,7 +334,7 @@ def _matrix(res, whole):
     """Print the boot's reason x engine matrix and write matrix.md next to
     its console log; with @whole (every suite ran), return its gaps."""
     from . import matrix
-    cells = matrix.collect(res.report.blocks)
+    cells = matrix.collect(res.report.blocks, getattr(res.report, "files", ()))
     if not cells:
         if whole:
             say("FAIL  matrix  no suite reported a reason x engine row")
@@ -385,7 +385,7 @@ def cmd_report(a):
     for line in summ.lines()[:-1]:
         say(line)
     from . import matrix
-    cells = matrix.collect(rep.blocks)
+    cells = matrix.collect(rep.blocks, rep.files)
     if cells:
         say("-- reason x engine (pages)")
         for line in matrix.text(cells):

@@ -66,9 +66,14 @@ def _int(v):
         return -1
 
 
-def collect(blocks):
-    """{(reason, engine): Cell} from the suite blocks of a console report."""
+def collect(blocks, files=()):
+    """{(reason, engine): Cell} from the suite blocks of a console report;
+    a suite's <suite>/matrix.rows file among @files (its rows as the guest
+    wrote them, sent whole) replaces its console lines, which a kernel
+    message may have split."""
     cells = {}
+    sent = {f.name.rsplit("/", 1)[0]: f.data for f in files
+            if f.name.endswith("/matrix.rows") and f.data is not None and not f.error}
 
     def cell(reason, engine, suite):
         c = cells.setdefault((reason, engine), Cell())
@@ -76,7 +81,8 @@ def collect(blocks):
         return c
 
     for b in blocks:
-        for line in b.lines:
+        lines = sent[b.name].decode(errors="replace").splitlines() if b.name in sent else b.lines
+        for line in lines:
             m = LINE_RE.search(line)
             if not m:
                 continue

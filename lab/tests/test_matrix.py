@@ -90,7 +90,7 @@ def test_rows_from_the_guest_library(tmp_path):
                                     "pgmigrate_batch_wasted 0\n")
     (tmp_path / "prog.out").write_text("pages=512\nbad_bytes=0\nbytes_checked=8388608\n")
     (tmp_path / "dead.out").write_text("pages=512\n")
-    script = (f". {MO_LIB}\nW={tmp_path}\nHAVE_EVB=yes\nOVERRUN=0\n. {WINDOW}\n"
+    script = (f". {MO_LIB}\nW={tmp_path}\nHAVE_EVB=yes\nOVERRUN=0\nMO_OUTDIR={tmp_path}\n. {WINDOW}\n"
               "batch_checks dcbm damon damon\n"
               f"bytes_row dcbm damon {tmp_path / 'prog.out'}\n"
               f"bytes_row mtcopy damon {tmp_path / 'dead.out'}\n")
@@ -100,3 +100,21 @@ def test_rows_from_the_guest_library(tmp_path):
     assert (c.windows, c.migrated, c.batch_pages, c.engine_pages, c.cpu_pages) == (1, 512, 512, 500, 12), r.stdout
     assert (c.programs, c.bytes, c.bad, c.unknown) == (1, 8388608, 0, 0)
     assert cells[("damon", "mtcopy")].unknown == 1, r.stdout
+    # The same rows in the file init sends back.
+    f = console.FileXfer(name="reasons/matrix.rows", start_line=1, ended=True,
+                         data=(tmp_path / "matrix.rows").read_bytes())
+    again = matrix.collect([_block("reasons", [])], [f])
+    assert again[("damon", "dcbm")] == c
+
+
+def test_the_sent_file_wins_over_split_console_lines():
+    rows = _complete()
+    # A kernel message split one console row in two: that window is lost
+    # from the console, not from the file the guest sent.
+    split = [l for l in rows if "reason=damon batched=on" not in l or "engine=dcbm" not in l]
+    split += ["# @@MO-ROW engine=dcbm reason=damon batched=on migrated=64 batch_pa",
+              "ges=64 engine_pages=60 cpu_pages=4"]
+    assert any("damon with dcbm" in g for g in matrix.problems(matrix.collect([_block("reasons", split)])))
+    f = console.FileXfer(name="reasons/matrix.rows", start_line=1, ended=True,
+                         data="\n".join(l[2:] for l in rows).encode())
+    assert matrix.problems(matrix.collect([_block("reasons", split)], [f])) == []
