@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <linux/userfaultfd.h>
 #include <numaif.h>
 #include <poll.h>
@@ -126,7 +127,8 @@ static void usage(int code)
 	       "  race-dontneed  made read-only and writable / MADV_DONTNEED'd, and\n"
 	       "                 refilled, a verifier checking the chunks meanwhile;\n"
 	       "                 holes_met/absent_met: pages the movers met unmapped/absent;\n"
-	       "                 a read-only chunk must fault on writes (ro_writable=0)\n"
+	       "                 a read-only chunk must fault on writes (ro_writable=0),\n"
+	       "                 also one under a migration entry at mprotect (ro_inflight)\n"
 	       "  race-exit      for --secs, 2 movers move the pages of short-lived\n"
 	       "                 children (4 MiB each) while they check them and exit\n"
 	       "  hwpoison       2 movers move the buffer back and forth while 3 of its\n"
@@ -1149,6 +1151,9 @@ static void *mover_fn(void *arg)
 				continue;
 			}
 		}
+		/* Entries after a failed page stay unwritten: count written ones only. */
+		for (i = 0; i < n; i++)
+			status[i] = INT_MIN;
 		r = move_pages(pid, n, pages, nodev, status, MPOL_MF_MOVE);
 		e = errno;
 		if (race_exit)
@@ -1241,7 +1246,7 @@ static void *verifier_fn(void *arg)
  */
 static sigjmp_buf segv_jmp;
 static __thread volatile sig_atomic_t segv_armed;
-static unsigned long ro_probes, ro_writable, ro_moved;
+static unsigned long ro_probes, ro_writable, ro_moved, ro_inflight;
 
 static void on_sigsegv(int sig)
 {
@@ -1281,7 +1286,7 @@ static unsigned long probe_read_only(uint8_t *p)
 static void race_op(size_t c)
 {
 	uint8_t *p = race_buf + c * CHUNK, *q;
-	uint64_t *pm0, *pm1;
+	uint64_t *pm_pre, *pm0, *pm1;
 	unsigned long w;
 	size_t i;
 
@@ -1299,6 +1304,13 @@ static void race_op(size_t c)
 			die("madvise(MADV_NOHUGEPAGE)");
 		check_zero(p, c * CHUNK, CHUNK, "a chunk mapped again");
 	} else if (!strcmp(kind, "race-mprotect")) {
+		/*
+		 * A page under a migration entry just before mprotect() (not
+		 * present, swap bit) and mapped again after the window: the
+		 * entry was made writable and mprotect() had to make it
+		 * read-only; the write probes below show if it did.
+		 */
+		pm_pre = pagemap_of(p, CHUNK);
 		if (mprotect(p, CHUNK, PROT_READ))
 			die("mprotect(PROT_READ)");
 		pm0 = pagemap_of(p, CHUNK);
@@ -1310,6 +1322,11 @@ static void race_op(size_t c)
 			    PM_PFN(pm0[i]) != PM_PFN(pm1[i]))
 				break;
 		ro_moved += i < CHUNK / page_size;
+		for (i = 0; i < CHUNK / page_size; i++)
+			if (!PM_PRESENT(pm_pre[i]) && PM_SWAP(pm_pre[i]) && PM_PRESENT(pm1[i]))
+				break;
+		ro_inflight += i < CHUNK / page_size;
+		free(pm_pre);
 		free(pm0);
 		free(pm1);
 		w = probe_read_only(p);
@@ -1456,8 +1473,8 @@ static void kind_race(void)
 	if (!ops)
 		fail("the racer did nothing");
 	if (!strcmp(kind, "race-mprotect")) {
-		printf("ro_probes=%lu\nro_writable=%lu\nro_moved=%lu\n", ro_probes, ro_writable,
-		       ro_moved);
+		printf("ro_probes=%lu\nro_writable=%lu\nro_moved=%lu\nro_inflight=%lu\n", ro_probes,
+		       ro_writable, ro_moved, ro_inflight);
 		if (ro_writable)
 			fail("%lu writes to read-only pages did not fault", ro_writable);
 	}

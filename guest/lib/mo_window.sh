@@ -112,7 +112,9 @@ batch_checks() {
 	_nev=$(bce n "$_sel") _pg=$(bce pages "$_sel") _ep=$(bce engine_pages "$_sel")
 	_cpu=$(bce cpu_pages "$_sel") _mx=$(bce max_folios "$_sel")
 	_en=$(bce n "$_sel && f[\"engine\"] == \"$_e\"")
-	mrow $_e $_r on "$_mig" "$_pg" "$_ep" "$_cpu"
+	# The matrix counts only the selected engine's batches.
+	_sele="$_sel && f[\"engine\"] == \"$_e\""
+	mrow $_e $_r on "$_mig" "$(bce pages "$_sele")" "$(bce engine_pages "$_sele")" "$(bce cpu_pages "$_sele")"
 	t_diag "$_s: $_mig pages migrated (reason $_r); $_nev batch events: $_pg pages, engine $_e $_ep, cpu $_cpu, at most $_mx folios; pgmigrate_batch_copied +$_cp, fallback +$_fb"
 	t_check "$_e: $_s went through the batch copy ($_pg batched pages >= $_mig migrated >= $_min)" \
 		[ "$_mig" -ge "$_min" -a "$_pg" -ge "$_mig" -a "$OVERRUN" = 0 ]
@@ -167,5 +169,8 @@ filter_checks() {
 }
 # checks ENGINE on|off REASON STEP [MIN]: batch_checks or filter_checks.
 checks() { if [ $2 = on ]; then batch_checks $1 $3 "$4" $5; else filter_checks $1 $3 "$4" $5; fi; }
+# without REASON: the reasons of ALL (the suite's "all" read back from
+# migrate_offload/reasons) but REASON, comma separated.
+without() { echo "${ALL:?}" | awk -v x="$1" -F, '{ s = ""; for (i = 1; i <= NF; i++) if ($i != x) s = s (s == "" ? "" : ",") $i; print s }'; }
 # modes ENGINE: "on", and "off" too with an engine.
 modes() { if [ $1 = none ]; then echo on; else echo on off; fi; }

@@ -129,6 +129,9 @@ def _matrix_lines(skip=()):
             out += [f"# @@MO-ROW engine={e} reason={r} batched=on migrated=8 batch_pages={n} "
                     f"engine_pages={n if e not in ('cpu', 'none') else 0} cpu_pages={n if e == 'cpu' else 0}",
                     f"# @@MO-BYTES engine={e} reasons={r} bytes=32768 bad=0"]
+            if e == "cpu":
+                out.append(f"# @@MO-ROW engine=cpu reason={r} batched=off migrated=8 batch_pages=0 "
+                           "engine_pages=0 cpu_pages=0")
     return out
 
 

@@ -118,3 +118,61 @@ def test_the_sent_file_wins_over_split_console_lines():
     f = console.FileXfer(name="reasons/matrix.rows", start_line=1, ended=True,
                          data="\n".join(l[2:] for l in rows).encode())
     assert matrix.problems(matrix.collect([_block("reasons", split)], [f])) == []
+
+
+REASONS_SUITE = ROOT / "guest" / "suites" / "reasons"
+ZONEINFO = """Node 0, zone      DMA
+  pages free     3968
+        present  3998
+Node 1, zone   Normal
+  pages free     1000
+        present  20000
+Node 1, zone  Movable
+  pages free     50000
+        min      10
+        present  60000
+"""
+BUDDYINFO = """Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3
+Node 1, zone   Normal    100     50     25      0      0      0      0      0      0      1      0
+Node 1, zone  Movable   1000    500    250    125     60     30     15      8      4      2     40
+"""
+
+
+def _kernel_score(node):
+    """fragmentation_score_node() of mm/compaction.c over the fixtures."""
+    present, free = {}, {}
+    zone = None
+    for line in ZONEINFO.splitlines():
+        f = line.split()
+        if f[0] == "Node":
+            zone = f[3] if f[1] == f"{node}," else None
+        elif zone and f[0] == "present":
+            present[zone] = int(f[1])
+    for line in BUDDYINFO.splitlines():
+        f = line.split()
+        if f[1] == f"{node},":
+            counts = [int(c) for c in f[4:]]
+            fr = sum(c << o for o, c in enumerate(counts))
+            big = sum(c << o for o, c in enumerate(counts) if o >= 9)
+            free[f[3]] = (fr - big) * 100 // fr if fr else 0
+    node_present = sum(present.values())
+    return sum(present[z] * free[z] // (node_present + 1) for z in free)
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("node", [0, 1])
+def test_frag_score_is_the_kernels_under_busybox_awk(tmp_path, node):
+    import re
+    fn = re.search(r"^frag_score\(\) \{.*?^\}\n", REASONS_SUITE.read_text(), re.S | re.M).group(0)
+    (tmp_path / "zi").write_text(ZONEINFO)
+    (tmp_path / "bi").write_text(BUDDYINFO)
+    r = subprocess.run([BUSYBOX, "sh", "-c", fn + f"frag_score {node} {tmp_path}/zi {tmp_path}/bi"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == str(_kernel_score(node)), r.stdout + r.stderr
+    assert node == 0 or _kernel_score(node) > 15
+
+
+def test_a_reason_never_removed_is_a_gap():
+    lines = [l for l in _complete() if not ("batched=off" in l and "reason=damon" in l)]
+    gaps = matrix.problems(matrix.collect([_block("reasons", lines)]))
+    assert gaps == ["damon: the reason filter never tested (no window with damon removed)"], gaps
