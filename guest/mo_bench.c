@@ -87,11 +87,12 @@ static struct {
 	bool hog;
 	enum { TRIG_HUGEPAGES, TRIG_COMPACT } trigger;
 	int cpu;		/* -1: not pinned */
+	int threads;		/* memcpy: threads sharing the copy */
 	const char *json_out;
 	const char *config;
 } opt = {
 	.size_mb = 256, .from = 0, .to = 1, .reps = -1, .node = 1,
-	.fill_pct = 80, .huge = -1, .cpu = -1,
+	.fill_pct = 80, .huge = -1, .cpu = -1, .threads = 1,
 };
 
 static size_t page_size;
@@ -1335,6 +1336,66 @@ static void prefer_node(void *p, size_t len, int node)
 	mbind(p, len, MPOL_PREFERRED, mask, MAX_NODES, 0);
 }
 
+/* One thread's share of a memcpy: its own CPU, started together. */
+struct memcpy_part {
+	pthread_t tid;
+	pthread_barrier_t *go;
+	uint8_t *dst, *src;
+	size_t len;
+	int cpu;
+	long long end_ns;
+};
+
+static void *memcpy_part_fn(void *arg)
+{
+	struct memcpy_part *p = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(p->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	pthread_barrier_wait(p->go);
+	memcpy(p->dst, p->src, p->len);
+	p->end_ns = now_ns();
+	return NULL;
+}
+
+/*
+ * memcpy() of @len bytes by opt.threads threads, each a contiguous share on
+ * its own CPU (thread i on the i-th online CPU): the time from their common
+ * start to the last one's end.
+ */
+static long long memcpy_threads(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	int n = opt.threads, ncpu = sysconf(_SC_NPROCESSORS_ONLN), i;
+	struct memcpy_part part[64];
+	pthread_barrier_t go;
+	size_t share = (len / n) & ~(size_t)4095, off = 0;
+	long long t0, end = 0;
+
+	if (ncpu < 1)
+		ncpu = 1;
+	if (pthread_barrier_init(&go, NULL, n + 1))
+		fatal(EXIT_USAGE, "memcpy: pthread_barrier_init failed");
+	for (i = 0; i < n; i++) {
+		part[i] = (struct memcpy_part){ .go = &go, .dst = dst + off,
+			.src = (uint8_t *)src + off, .cpu = i % ncpu,
+			.len = i == n - 1 ? len - off : share };
+		off += share;
+		if (pthread_create(&part[i].tid, NULL, memcpy_part_fn, &part[i]))
+			fatal(EXIT_USAGE, "memcpy: pthread_create failed");
+	}
+	pthread_barrier_wait(&go);
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		pthread_join(part[i].tid, NULL);
+		if (part[i].end_ns > end)
+			end = part[i].end_ns;
+	}
+	pthread_barrier_destroy(&go);
+	return end - t0;
+}
+
 static void run_memcpy(void)
 {
 	size_t len = opt.size_mb * MIB;
@@ -1355,17 +1416,23 @@ static void run_memcpy(void)
 		long long t0, ns;
 		size_t bad;
 
-		t0 = now_ns();
-		memcpy(dst, src, len);
-		ns = now_ns() - t0;
+		/* Stale data from the last rep would pass: clear it all. */
+		memset(dst, 0, len);
+		if (opt.threads > 1) {
+			ns = memcpy_threads(dst, src, len);
+		} else {
+			t0 = now_ns();
+			memcpy(dst, src, len);
+			ns = now_ns() - t0;
+		}
 		bad = verify(dst, 0, len, 42, "memcpy");
 		j_begin(&j, 0, len, rep);
+		j_int(&j, "threads", opt.threads);
 		j_num(&j, "seconds", ns / 1e9);
 		j_num(&j, "gbps", ns > 0 ? len / (ns / 1e9) / 1e9 : NAN);
 		j_int(&j, "src_node", node_of(src));
 		j_int(&j, "dst_node", node_of(dst));
 		j_end_verified(&j, bad);
-		memset(dst, 0, 4096);	/* the next rep must copy for real */
 	}
 	munmap(src, len);
 	munmap(dst, len);
@@ -1801,7 +1868,9 @@ static void usage(FILE *f)
 "              software TLB is direct-mapped), and 2M folio copies are laid\n"
 "              out like it. JSON: layout, seconds, ns_per_word\n"
 "  memcpy      user-space memcpy() of --size MiB (source on --from, target on\n"
-"              --to where those nodes exist): the ceiling for throughput\n"
+"              --to where those nodes exist): the ceiling for throughput;\n"
+"              with --threads N, N threads copy a share each, thread i on\n"
+"              the i-th online CPU (JSON: threads)\n"
 "  compaction  on --node: fill --fill-pct of its free memory with 4K pages,\n"
 "              free one page of every aligned pair of frames (the one\n"
 "              with odd bit parity), then ask for 2M\n"
@@ -1832,6 +1901,7 @@ static void usage(FILE *f)
 "  --cpu N          run the mover (and the compaction writer) on CPU N\n"
 "                   [not pinned; compaction: first CPU of --node, else 0;\n"
 "                   latency: first allowed CPU, the reader on the next]\n"
+"  --threads N      memcpy: threads sharing the copy, 1-64 [1]\n"
 "  --node NODE      compaction: the node to fragment and compact [1]\n"
 "  --fill-pct P     compaction: percent of the node's MemFree to fill [80]\n"
 "  --huge N         compaction: 2M pages to ask for [the free 2M blocks the\n"
@@ -1897,7 +1967,7 @@ int main(int argc, char **argv)
 {
 	enum { O_SIZE = 256, O_FROM, O_TO, O_FOLIO, O_FOLIOS, O_PAGES, O_REPS,
 	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU, O_TRIGGER,
-	       O_FIRST_REP };
+	       O_FIRST_REP, O_THREADS };
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "from", required_argument, NULL, O_FROM },
@@ -1915,6 +1985,7 @@ int main(int argc, char **argv)
 		{ "json-out", required_argument, NULL, O_JSON },
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "cpu", required_argument, NULL, O_CPU },
+		{ "threads", required_argument, NULL, O_THREADS },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -1982,6 +2053,7 @@ int main(int argc, char **argv)
 		case O_JSON: opt.json_out = optarg; break;
 		case O_CONFIG: opt.config = optarg; break;
 		case O_CPU: opt.cpu = parse_num("--cpu", optarg, 0, CPU_SETSIZE - 1); break;
+		case O_THREADS: opt.threads = parse_num("--threads", optarg, 1, 64); break;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -36,6 +36,12 @@
 #                        may do little) (compact)
 #   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (95)
 #   MO_TO=list           tput targets (full 1,2; quick 1)
+#   MO_PROFILE=0         no phase profile (default on, patched kernels: one
+#                        traced tput run per configuration and folio size
+#                        under the mm_migrate_batch_phases,
+#                        mm_migrate_folio_copy and mm_migrate_batch_copy
+#                        tracepoints, summed into "profile" lines; its own
+#                        throughput is reported as traced_gbps, apart)
 #   MO_JSONL=path        keep the collected file here
 #                        (default /tmp/mo-bench.<pid>/bench.jsonl)
 #   MO_SEND=0            do not print the file as base64 (bare metal)
@@ -399,7 +405,11 @@ use() {
 first=${OK_CONFS# }
 first=${first%% *}
 if [ -n "$first" ]; then
+	# the ceiling: one thread, and one per CPU (the parallelism there is)
 	use "$first" && run_part "$first" "memcpy" memcpy --size "$SIZE" --reps "$REPS" --from 0 --to 1
+	[ "$(nproc)" -gt 1 ] && use "$first" &&
+		run_part "$first" "memcpy x$(nproc)" memcpy --size "$SIZE" --reps "$REPS" \
+			--from 0 --to 1 --threads "$(nproc)"
 	# how much of a 2M figure is the emulator (see mo_bench --help, alias)
 	run_part "$first" "alias" alias --size "$SIZE" --reps "$REPS"
 fi
@@ -454,6 +464,75 @@ if [ "$MODE" = full ]; then
 			done
 		done
 	done
+fi
+
+# ------------------------------------------------------- phase profile
+
+TR=/sys/kernel/tracing
+PEVS="mm_migrate_batch_phases mm_migrate_folio_copy mm_migrate_batch_copy"
+# profile_one CONF FOLIO_KB: one traced tput run of CONF at FOLIO_KB; its
+# mo_bench's events summed into one "profile" JSON line.
+profile_one() {
+	echo > $TR/trace
+	for _e in $PEVS; do echo 1 > $TR/events/migrate/$_e/enable; done
+	"$MB" tput --size "$SIZE" --from 0 --to "$TO1" --folio "$2" --reps 1 \
+		--first-rep "$REPS" --config "$1" > "$WORK/prof.jsonl" 2> "$WORK/prof.err"
+	_rc=$?
+	for _e in $PEVS; do echo 0 > $TR/events/migrate/$_e/enable; done
+	_lost=$(awk '/^# entries-in-buffer/ { split($3, a, "/"); print a[2] - a[1] }' $TR/trace)
+	grep " mo_bench-[0-9]* " $TR/trace > "$WORK/prof.trace"
+	_tp=$(grep '"mode":"tput"' "$WORK/prof.jsonl" | head -1)
+	_gb=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "gbps"); print v == "" ? "null" : v }')
+	_ver=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "verified"); print v == "" ? "false" : v }')
+	[ "$_rc" = 0 ] || _ver=false
+	[ "$_ver" = true ] || { FAILED=$((FAILED + 1)); echo "# $1 profile ${2}K: data NOT verified (exit $_rc)"; sed 's/^/#   /' "$WORK/prof.err" | head -5; }
+	awk -v conf="$1" -v eng="$ENGINE" -v kb="$2" -v size=$((SIZE * 1048576)) \
+	    -v lost="${_lost:-null}" -v gb="$_gb" -v ver="$_ver" '
+	function f(name,   i) {
+		for (i = 1; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2) + 0
+		return 0
+	}
+	/mm_migrate_batch_phases:/ { nb++; pg += f("pages"); un += f("unmap_ns"); fl += f("flush_ns")
+		cp += f("copy_ns"); mv += f("move_ns") }
+	/mm_migrate_folio_copy:/ { nf++; fp += f("pages"); fn += f("ns") }
+	/mm_migrate_batch_copy:/ { nc++; bn += f("ns"); be += f("engine_ns")
+		bp += f("engine_pages") + f("cpu_pages"); ep += f("engine_pages") }
+	END {
+		printf "{\"mode\":\"profile\",\"config\":\"%s\",\"engine\":\"%s\",\"folio_kb\":%d,\"size_bytes\":%d,", conf, eng, kb, size
+		printf "\"batches\":%d,\"pages\":%d,\"unmap_ns\":%.0f,\"flush_ns\":%.0f,\"copy_ns\":%.0f,\"move_ns\":%.0f,", nb, pg, un, fl, cp, mv
+		printf "\"folio_copies\":%d,\"folio_copy_pages\":%d,\"folio_copy_ns\":%.0f,", nf, fp, fn
+		printf "\"batch_copies\":%d,\"batch_copy_pages\":%d,\"engine_pages\":%d,\"batch_copy_ns\":%.0f,\"engine_ns\":%.0f,", nc, bp, ep, bn, be
+		printf "\"lost_events\":%s,\"traced_gbps\":%s,\"verified\":%s}\n", lost, gb, ver
+	}' "$WORK/prof.trace" > "$WORK/prof.line"
+	cat "$WORK/prof.line" >> "$J"
+	NMEAS=$((NMEAS + 1))
+	[ "${_lost:-x}" = 0 ] || { FAILED=$((FAILED + 1)); echo "# $1 profile ${2}K: ${_lost:-unknown} trace events lost"; }
+	awk -v conf="$1" -v kb="$2" "$AWK_JV"'{
+		u = jv($0, "unmap_ns"); f = jv($0, "flush_ns"); c = jv($0, "copy_ns") + jv($0, "folio_copy_ns")
+		m = jv($0, "move_ns") - jv($0, "folio_copy_ns"); t = u + f + jv($0, "copy_ns") + jv($0, "move_ns")
+		if (t <= 0) { printf "# %s profile %sK: no phase event\n", conf, kb; exit }
+		printf "# %s profile %sK: unmap %.0f%% flush %.0f%% copy %.0f%% move %.0f%%; copy %.2f GB/s, at most %.2fx from a free copy\n",
+			conf, kb, 100 * u / t, 100 * f / t, 100 * c / t, 100 * m / t,
+			c > 0 ? jv($0, "pages") * 4096 / c : 0, c < t ? t / (t - c) : 0
+	}' "$WORK/prof.line"
+}
+
+if [ -d $MO ] && [ "${MO_PROFILE:-1}" != 0 ]; then
+	if [ -e $TR/events/migrate/mm_migrate_batch_phases/enable ] ||
+	   mount -t tracefs tracefs $TR 2>/dev/null && [ -e $TR/events/migrate/mm_migrate_batch_phases/enable ]; then
+		_obuf=$(cat $TR/buffer_size_kb)
+		echo 16384 > $TR/buffer_size_kb
+		echo 1 > $TR/tracing_on
+		for f in $(echo "$FOLIO" | tr ',' ' '); do
+			for c in $OK_CONFS; do
+				use "$c" && profile_one "$c" "$f"
+			done
+		done
+		echo "$_obuf" > $TR/buffer_size_kb
+	else
+		echo "# profile: no mm_migrate_batch_phases tracepoint in this kernel"
+		emit "{\"mode\":\"profile\",\"skipped\":true,\"reason\":\"no mm_migrate_batch_phases tracepoint\"}"
+	fi
 fi
 
 # ---------------------------------------------------------------- the end

@@ -18,7 +18,7 @@ VANILLA = "vanilla"
 NONE = "none"           # the patched kernel with batch copying off
 # The modes of mo_bench that measure something; "run", "config" and "part"
 # lines are bookkeeping, and a record with "skipped" or "absent" measured nothing.
-MEASURED = ("tput", "count", "latency", "memcpy", "compaction", "alias")
+MEASURED = ("tput", "count", "latency", "memcpy", "compaction", "alias", "profile")
 # A cell whose buffer was less than this share (percent) in folios of the
 # named size did not measure that folio size: flagged with "!".
 FOLIO_SHARE_LOW = 90.0
@@ -141,9 +141,17 @@ def summarize(records):
         groups[(config_of(r), r.get("folio_kb"), r.get("to"))].append(r)
     per_round = _per_round(tput, lambda r: (config_of(r), r.get("folio_kb"), r.get("to")),
                            moved_gbps)
+    # The ceiling is one thread's memcpy; runs with more threads (the
+    # parallelism the machine has) are reported apart.
+    mem_all = memcpy
+    memcpy = [r for r in mem_all if (r.get("threads") or 1) == 1]
     mem_round = _per_round(memcpy, lambda r: r["variant"])
     mem_mean = {v: mean_sd([r.get("gbps") for r in memcpy if r["variant"] == v])[0]
                 for v in {r["variant"] for r in memcpy}}
+    mem_threads = defaultdict(dict)
+    for v, t in {(r["variant"], r.get("threads") or 1) for r in mem_all}:
+        mem_threads[v][t] = mean_sd([r.get("gbps") for r in mem_all
+                                     if r["variant"] == v and (r.get("threads") or 1) == t])[0]
     rows = []
     for (cfg, kb, to), rs in sorted(groups.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0,
                                                                    x[0][2] or 0)):
@@ -254,7 +262,10 @@ def summarize(records):
     bad = sum(1 for r in records if (r.get("bad_bytes") or 0) > 0)
     out = {"throughput": rows, "count": count_rows, "latency": lat_rows,
            "compaction": comp_rows, "alias": alias_penalty(records),
-           "memcpy": {v: {"gbps": m, "rounds": mem_round.get(v, {})} for v, m in mem_mean.items()},
+           "profile": profile_rows(records, mem_mean.get("patched")),
+           "memcpy": {v: {"gbps": m, "rounds": mem_round.get(v, {}),
+                          "by_threads": dict(sorted(mem_threads.get(v, {}).items()))}
+                      for v, m in mem_mean.items()},
            "absent": [{"variant": v, "config": c, "rounds": sorted(a["rounds"], key=str),
                        "reason": a["reason"]}
                       for (v, c), a in sorted(absent.items(), key=lambda x: str(x[0]))],
@@ -264,6 +275,88 @@ def summarize(records):
            "records_with_bad_bytes": bad, "records": len(records)}
     out["goals"] = goal_verdicts(out)
     return out
+
+
+def profile_rows(records, memcpy_gbps=None):
+    """Where the time of a migration goes, per configuration and folio size.
+
+    From the "profile" records (a traced tput run each, summing the
+    mm_migrate_batch_phases, mm_migrate_folio_copy and mm_migrate_batch_copy
+    events of mo_bench): the shares of unmap (destination allocation, rmap
+    walks), TLB flush, copy (the batch copy step plus the move phase's
+    per-folio copies) and the rest of the move phase (remapping, metadata),
+    summed over every round; the copy's own throughput (bytes / copy time);
+    the most a free copy could gain (Amdahl: total / (total - copy)); the
+    engine's share of the batch copy step. Traced runs are slower than
+    untraced ones (two clock reads per per-folio copy): traced_gbps is
+    their throughput, not the bench's.
+    """
+    groups = defaultdict(list)
+    for r in records:
+        if _usable(r, "profile") and r["variant"] != VANILLA:
+            groups[(config_of(r), r.get("folio_kb"))].append(r)
+    rows = []
+    for (cfg, kb), rs in sorted(groups.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0)):
+        def tot(k):
+            return sum(r.get(k) or 0 for r in rs)
+        unmap, flush, fcopy = tot("unmap_ns"), tot("flush_ns"), tot("folio_copy_ns")
+        bcopy, move = tot("copy_ns"), tot("move_ns")
+        total = unmap + flush + bcopy + move
+        copy = bcopy + fcopy
+        pages = tot("pages")
+        row = {"config": cfg, "folio_kb": kb, "n": len(rs), "pages": pages,
+               "batches": tot("batches"), "total_ms": total / 1e6,
+               "unmap_share": unmap / total if total else None,
+               "flush_share": flush / total if total else None,
+               "copy_share": copy / total if total else None,
+               "move_share": (move - fcopy) / total if total else None,
+               "batch_copy_share_of_copy": bcopy / copy if copy else None,
+               "engine_share_of_batch_copy": (tot("engine_ns") / tot("batch_copy_ns")
+                                              if tot("batch_copy_ns") else None),
+               "copy_gbps": pages * 4096 / copy if copy else None,
+               "free_copy_bound": total / (total - copy) if total > copy > 0 else None,
+               "batch_copy_pages": tot("batch_copy_pages"),
+               "folio_copy_pages": tot("folio_copy_pages"),
+               "traced_gbps": mean_sd([r.get("traced_gbps") for r in rs])[0],
+               "lost_events": tot("lost_events"),
+               "verified": all(r.get("verified") is True for r in rs)}
+        row["copy_vs_memcpy"] = (row["copy_gbps"] / memcpy_gbps
+                                 if row["copy_gbps"] and memcpy_gbps else None)
+        rows.append(row)
+    return rows
+
+
+def _profile_lines(summary):
+    """The phase profile as text lines (empty without profile records)."""
+    prof = summary.get("profile") or []
+    if not prof:
+        return []
+    lines = ["", "== where the time goes (traced tput runs, summed over rounds): share of "
+             "unmap (allocation + rmap walks), TLB flush, copy (batch copy step + per-folio "
+             "copies), rest of the move phase; copy GB/s (bytes / copy time) and its fraction "
+             "of one thread's memcpy; the most a free copy could gain (total / (total - copy)); "
+             "engine: its share of the batch copy step"]
+    lines.append(f"{'config':<10} {'folio':>6} {'n':>2} {'unmap':>6} {'flush':>6} {'copy':>6} "
+                 f"{'move':>6} {'copy GB/s':>9} {'/memcpy':>7} {'bound':>6} {'engine':>6} "
+                 f"{'traced GB/s':>11}")
+    pct = "{:.0%}"
+    for r in prof:
+        flag = "" if r["verified"] and not r["lost_events"] else "  NOT VERIFIED OR EVENTS LOST"
+        lines.append(f"{r['config']:<10} {str(r['folio_kb']) + 'K':>6} {r['n']:>2} "
+                     f"{_f(r['unmap_share'], pct):>6} {_f(r['flush_share'], pct):>6} "
+                     f"{_f(r['copy_share'], pct):>6} {_f(r['move_share'], pct):>6} "
+                     f"{_f(r['copy_gbps'], '{:.2f}'):>9} {_f(r['copy_vs_memcpy'], '{:.2f}'):>7} "
+                     f"{_f(r['free_copy_bound'], '{:.2f}'):>6} "
+                     f"{_f(r['engine_share_of_batch_copy'], pct):>6} "
+                     f"{_f(r['traced_gbps'], '{:.3f}'):>11}{flag}")
+    for v, m in summary["memcpy"].items():
+        bt = m.get("by_threads") or {}
+        if len(bt) > 1:
+            one = bt.get(1)
+            lines.append(f"memcpy ({v} kernel) by threads: " + ", ".join(
+                f"{t}: {_f(g)} GB/s" + (f" ({g / one:.2f}x)" if one and g and t != 1 else "")
+                for t, g in bt.items()))
+    return lines
 
 
 def alias_penalty(records):
@@ -551,6 +644,7 @@ def text_tables(summary):
                          f"2M {_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} "
                          f"user {_f(r['user_s'], '{:.2f}')}s sys {_f(r['sys_s'], '{:.2f}')}s "
                          f"idle {_f(r['idle_s'], '{:.2f}')}s{hog}")
+    lines += _profile_lines(summary)
     lines.append("")
     if alias := _alias_line(summary):
         lines.append(alias)
@@ -614,6 +708,25 @@ def markdown_tables(summary):
                        f"{_ratio(r, 'vs_none_', sep=' ')} | "
                        f"{_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} | "
                        f"{hog} |")
+        out.append("")
+    if summary.get("profile"):
+        out.append("Where the time goes (traced tput runs, summed over rounds): shares of "
+                   "unmap (allocation + rmap walks), TLB flush, copy (batch copy step + "
+                   "per-folio copies) and the rest of the move phase; copy GB/s (bytes / copy "
+                   "time) and its fraction of one thread's memcpy; bound: the most a free "
+                   "copy could gain, total / (total - copy)")
+        out.append("")
+        out.append("| config | folio | unmap | flush | copy | move | copy GB/s | of memcpy | "
+                   "bound | engine share of batch copy |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        pct = "{:.0%}"
+        for r in summary["profile"]:
+            out.append(f"| {r['config']} | {r['folio_kb']}K | {_f(r['unmap_share'], pct)} | "
+                       f"{_f(r['flush_share'], pct)} | {_f(r['copy_share'], pct)} | "
+                       f"{_f(r['move_share'], pct)} | {_f(r['copy_gbps'], '{:.2f}')} | "
+                       f"{_f(r['copy_vs_memcpy'], '{:.2f}')} | "
+                       f"{_f(r['free_copy_bound'], '{:.2f}')} | "
+                       f"{_f(r['engine_share_of_batch_copy'], pct)} |")
         out.append("")
     if alias := _alias_line(summary):
         out.append(f"- {alias}")

@@ -424,3 +424,50 @@ def test_goal_with_too_few_folios_of_the_size_or_an_absent_config_is_inconclusiv
     text = "\n".join(br.goals(s))
     assert "mtcopy-2 >= 1.5x at 2M to node 1: not measured in this run (mtcopy-2 at 2M): " \
         "inconclusive" in text
+
+
+def prof(rnd, config, kb, **kw):
+    r = {"mode": "profile", "config": config, "folio_kb": kb, "variant": "patched",
+         "round": rnd, "batches": 2, "pages": 1000, "unmap_ns": 2e6, "flush_ns": 1e6,
+         "copy_ns": 0, "move_ns": 7e6, "folio_copy_pages": 1000, "folio_copy_ns": 4e6,
+         "batch_copy_pages": 0, "batch_copy_ns": 0, "engine_ns": 0, "lost_events": 0,
+         "traced_gbps": 0.3, "verified": True}
+    r.update(kw)
+    return r
+
+
+def test_profile_shares_copy_rate_and_bound_from_summed_rounds():
+    recs = [rec("patched", 0, "none", 4, 1.0, mode="memcpy", threads=1),
+            rec("patched", 0, "none", 4, 3.0, mode="memcpy", threads=2),
+            # none: 4 of 10 ms are the per-folio copies inside the move phase
+            prof(0, "none", 4), prof(1, "none", 4),
+            # dcbm: a 5 ms batch copy step, 4 of it the engine; no per-folio copy
+            prof(0, "dcbm-4", 4, copy_ns=5e6, move_ns=2e6, folio_copy_pages=0,
+                 folio_copy_ns=0, batch_copy_pages=1000, batch_copy_ns=5e6, engine_ns=4e6),
+            prof(0, "vanilla", 4, variant="vanilla")]
+    s = br.summarize(recs)
+    rows = {r["config"]: r for r in s["profile"]}
+    assert set(rows) == {"none", "dcbm-4"}          # vanilla has no tracepoint
+    n = rows["none"]
+    assert n["n"] == 2 and n["pages"] == 2000
+    assert abs(n["copy_share"] - 0.4) < 1e-9 and abs(n["move_share"] - 0.3) < 1e-9
+    assert abs(n["unmap_share"] - 0.2) < 1e-9 and abs(n["flush_share"] - 0.1) < 1e-9
+    # 2000 pages x 4096 bytes in 8 ms of copying
+    assert abs(n["copy_gbps"] - 2000 * 4096 / 8e6) < 1e-9
+    assert abs(n["free_copy_bound"] - 10 / 6) < 1e-9
+    # the ceiling is one thread's memcpy, not the two-thread run
+    assert abs(n["copy_vs_memcpy"] - n["copy_gbps"] / 1.0) < 1e-9
+    d = rows["dcbm-4"]
+    assert abs(d["copy_share"] - 0.5) < 1e-9 and abs(d["engine_share_of_batch_copy"] - 0.8) < 1e-9
+    assert s["memcpy"]["patched"]["gbps"] == 1.0
+    assert s["memcpy"]["patched"]["by_threads"] == {1: 1.0, 2: 3.0}
+    text = "\n".join(br.text_tables(s))
+    assert "== where the time goes" in text and "2: 3.000 GB/s (3.00x)" in text
+    assert "| none | 4K | 20% | 10% | 40% | 30% |" in "\n".join(br.markdown_tables(s))
+
+
+def test_profile_flags_lost_events_and_unverified_data():
+    s = br.summarize([prof(0, "cpu", 4, lost_events=3)])
+    assert "NOT VERIFIED OR EVENTS LOST" in "\n".join(br.text_tables(s))
+    s = br.summarize([prof(0, "cpu", 4, verified=False)])
+    assert s["profile"][0]["verified"] is False
