@@ -470,11 +470,15 @@ fi
 
 TR=/sys/kernel/tracing
 PEVS="mm_migrate_batch_phases mm_migrate_folio_copy mm_migrate_batch_copy"
-# profile_one CONF FOLIO_KB: one traced tput run of CONF at FOLIO_KB; its
-# mo_bench's events summed into one "profile" JSON line.
+# profile_one CONF FOLIO_KB: one traced tput run of CONF at FOLIO_KB; the
+# events of its timed move (between mo_bench's "move begin" and "move end"
+# trace markers, mo_bench's own) summed into one "profile" JSON line. The
+# line fails the run unless the events cover the move (pages), every page
+# unmapped was copied (batch or per-folio copy), the phases fit in the
+# move's time, no event was lost and the data verified.
 profile_one() {
 	echo > $TR/trace
-	for _e in $PEVS; do echo 1 > $TR/events/migrate/$_e/enable; done
+	for _e in $PEVS; do echo 1 > $TR/events/migrate/$_e/enable || FAILED=$((FAILED + 1)); done
 	"$MB" tput --size "$SIZE" --from 0 --to "$TO1" --folio "$2" --reps 1 \
 		--first-rep "$REPS" --config "$1" > "$WORK/prof.jsonl" 2> "$WORK/prof.err"
 	_rc=$?
@@ -483,15 +487,21 @@ profile_one() {
 	grep " mo_bench-[0-9]* " $TR/trace > "$WORK/prof.trace"
 	_tp=$(grep '"mode":"tput"' "$WORK/prof.jsonl" | head -1)
 	_gb=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "gbps"); print v == "" ? "null" : v }')
+	_sec=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "seconds"); print v == "" ? "null" : v }')
+	# the pages that really moved (not those that stayed behind)
+	_moved=$(echo "$_tp" | awk "$AWK_JV"'{ print jv($0, "pages") - jv($0, "stayed_behind") }')
 	_ver=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "verified"); print v == "" ? "false" : v }')
 	[ "$_rc" = 0 ] || _ver=false
 	[ "$_ver" = true ] || { FAILED=$((FAILED + 1)); echo "# $1 profile ${2}K: data NOT verified (exit $_rc)"; sed 's/^/#   /' "$WORK/prof.err" | head -5; }
 	awk -v conf="$1" -v eng="$ENGINE" -v kb="$2" -v size=$((SIZE * 1048576)) \
-	    -v lost="${_lost:-null}" -v gb="$_gb" -v ver="$_ver" '
+	    -v lost="${_lost:-null}" -v gb="$_gb" -v sec="$_sec" -v ver="$_ver" '
 	function f(name,   i) {
 		for (i = 1; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2) + 0
 		return 0
 	}
+	/tracing_mark_write: mo_bench: move begin/ { on = 1; marks++; next }
+	/tracing_mark_write: mo_bench: move end/ { on = 0; marks++; next }
+	!on { next }
 	/mm_migrate_batch_phases:/ { nb++; pg += f("pages"); un += f("unmap_ns"); fl += f("flush_ns")
 		cp += f("copy_ns"); mv += f("move_ns") }
 	/mm_migrate_folio_copy:/ { nf++; fp += f("pages"); fn += f("ns") }
@@ -499,7 +509,7 @@ profile_one() {
 		bp += f("engine_pages") + f("cpu_pages"); ep += f("engine_pages") }
 	END {
 		printf "{\"mode\":\"profile\",\"config\":\"%s\",\"engine\":\"%s\",\"folio_kb\":%d,\"size_bytes\":%d,", conf, eng, kb, size
-		printf "\"batches\":%d,\"pages\":%d,\"unmap_ns\":%.0f,\"flush_ns\":%.0f,\"copy_ns\":%.0f,\"move_ns\":%.0f,", nb, pg, un, fl, cp, mv
+		printf "\"markers\":%d,\"seconds\":%s,\"batches\":%d,\"pages\":%d,\"unmap_ns\":%.0f,\"flush_ns\":%.0f,\"copy_ns\":%.0f,\"move_ns\":%.0f,", marks, sec, nb, pg, un, fl, cp, mv
 		printf "\"folio_copies\":%d,\"folio_copy_pages\":%d,\"folio_copy_ns\":%.0f,", nf, fp, fn
 		printf "\"batch_copies\":%d,\"batch_copy_pages\":%d,\"engine_pages\":%d,\"batch_copy_ns\":%.0f,\"engine_ns\":%.0f,", nc, bp, ep, bn, be
 		printf "\"lost_events\":%s,\"traced_gbps\":%s,\"verified\":%s}\n", lost, gb, ver
@@ -507,14 +517,21 @@ profile_one() {
 	cat "$WORK/prof.line" >> "$J"
 	NMEAS=$((NMEAS + 1))
 	[ "${_lost:-x}" = 0 ] || { FAILED=$((FAILED + 1)); echo "# $1 profile ${2}K: ${_lost:-unknown} trace events lost"; }
-	awk -v conf="$1" -v kb="$2" "$AWK_JV"'{
+	# The checks and the human line: shares of the summed phase times.
+	awk -v conf="$1" -v fkb="$2" -v want="${_moved:-1}" "$AWK_JV"'{
 		u = jv($0, "unmap_ns"); f = jv($0, "flush_ns"); c = jv($0, "copy_ns") + jv($0, "folio_copy_ns")
 		m = jv($0, "move_ns") - jv($0, "folio_copy_ns"); t = u + f + jv($0, "copy_ns") + jv($0, "move_ns")
-		if (t <= 0) { printf "# %s profile %sK: no phase event\n", conf, kb; exit }
+		pg = jv($0, "pages") + 0; cpg = jv($0, "batch_copy_pages") + jv($0, "folio_copy_pages")
+		if (jv($0, "markers") != 2) why = why " markers " jv($0, "markers") " (want 2)"
+		if (pg < want || want < 1) why = why " phase events cover " pg " of " want " moved pages"
+		if (cpg < pg) why = why " " cpg " pages copied of " pg " unmapped"
+		if (m < 0) why = why " per-folio copies longer than the move phase"
+		if (t <= 0 || t > jv($0, "seconds") * 1e9) why = why " phases " t " ns for a move of " jv($0, "seconds") " s"
+		if (why != "") { printf "# %s profile %sK: INCONSISTENT:%s\n", conf, fkb, why; exit 1 }
 		printf "# %s profile %sK: unmap %.0f%% flush %.0f%% copy %.0f%% move %.0f%%; copy %.2f GB/s, at most %.2fx from a free copy\n",
-			conf, kb, 100 * u / t, 100 * f / t, 100 * c / t, 100 * m / t,
-			c > 0 ? jv($0, "pages") * 4096 / c : 0, c < t ? t / (t - c) : 0
-	}' "$WORK/prof.line"
+			conf, fkb, 100 * u / t, 100 * f / t, 100 * c / t, 100 * m / t,
+			(c > 0 ? cpg * 4096 / c : 0), (c < t ? t / (t - c) : 0)
+	}' "$WORK/prof.line" || FAILED=$((FAILED + 1))
 }
 
 if [ -d $MO ] && [ "${MO_PROFILE:-1}" != 0 ]; then

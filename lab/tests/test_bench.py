@@ -198,3 +198,93 @@ def test_rerender_of_an_old_run_with_problems_fails_and_reports_them(tmp_path):
                                                      "problems": [problem]}))
     assert cli.main(["bench", "--rerender", str(tmp_path)]) == cli.EXIT_FAIL
     assert f"run FAILED: {problem}" in (tmp_path / "report.txt").read_text()
+
+
+# --- the guest's phase profile (guest/bench/run_bench.sh profile_one) -------
+
+import re as _re
+import shutil as _shutil
+import subprocess as _subprocess
+
+import pytest as _pytest
+
+
+_BB = _shutil.which("busybox")
+
+
+def _profile(tmp_path, trace, tput):
+    """Run profile_one from run_bench.sh under busybox sh against a stub
+    tracefs whose trace file is ``trace`` and a stub mo_bench printing
+    ``tput``; returns (FAILED, the profile line, the human lines)."""
+    from pathlib import Path
+    src = (Path(__file__).resolve().parents[2] / "guest/bench/run_bench.sh").read_text()
+    jv = _re.search(r"^AWK_JV='[^']*'", src, _re.M).group(0)
+    fn = _re.search(r"^profile_one\(\) \{.*?^\}", src, _re.S | _re.M).group(0)
+    tr = tmp_path / "tr"
+    for ev in ("mm_migrate_batch_phases", "mm_migrate_folio_copy", "mm_migrate_batch_copy"):
+        (tr / "events/migrate" / ev).mkdir(parents=True)
+        (tr / "events/migrate" / ev / "enable").write_text("0")
+    (tmp_path / "mb").write_text(f"#!/bin/sh\ncp {tmp_path}/trace.in {tr}/trace\necho '{tput}'\n")
+    (tmp_path / "mb").chmod(0o755)
+    (tmp_path / "trace.in").write_text(trace)
+    work = tmp_path / "w"
+    work.mkdir()
+    script = (f"{jv}\nTR={tr}\nPEVS='mm_migrate_batch_phases mm_migrate_folio_copy "
+              f"mm_migrate_batch_copy'\nMB={tmp_path}/mb\nWORK={work}\nJ={work}/bench.jsonl\n"
+              f"SIZE=1\nTO1=1\nREPS=2\nENGINE=cpu\nFAILED=0\nNMEAS=0\n{fn}\n"
+              f"profile_one cpu 4\necho FAILED=$FAILED\n")
+    # profile_one empties the trace first: the stub mo_bench writes it.
+    out = _subprocess.run([_BB, "sh", "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path).stdout
+    failed = int(_re.search(r"FAILED=(\d+)", out).group(1))
+    line = (work / "bench.jsonl").read_text().strip()
+    return failed, json.loads(line), [x for x in out.splitlines() if x.startswith("#")]
+
+
+_HDR = "# entries-in-buffer/entries-written: 9/9   #P:2\n"
+_TPUT = ('{"mode":"tput","config":"cpu","pages":256,"stayed_behind":0,"seconds":0.01,'
+         '"gbps":0.1,"verified":true}')
+
+
+def _ev(name, body):
+    return f" mo_bench-42 [000] ..... 1.000000: {name}: {body}\n"
+
+
+def _good_trace(extra=""):
+    return (_HDR
+            + _ev("mm_migrate_batch_phases", "reason=syscall_or_cpuset mode=MIGRATE_SYNC folios=1 "
+                  "pages=1 unmap_ns=5 flush_ns=5 copy_ns=5 move_ns=5")   # placement: not counted
+            + _ev("tracing_mark_write", "mo_bench: move begin")
+            + _ev("mm_migrate_batch_copy", "reason=syscall_or_cpuset mode=MIGRATE_SYNC engine=cpu "
+                  "folios=256 pages=256 engine_pages=0 cpu_pages=256 lost=0 poisoned=0 ns=3000000 "
+                  "engine_ns=0")
+            + _ev("mm_migrate_batch_phases", "reason=syscall_or_cpuset mode=MIGRATE_SYNC folios=256 "
+                  "pages=256 unmap_ns=2000000 flush_ns=1000000 copy_ns=3000000 move_ns=4000000")
+            + extra
+            + _ev("tracing_mark_write", "mo_bench: move end"))
+
+
+@_pytest.mark.skipif(not _BB, reason="busybox not installed")
+def test_profile_sums_the_timed_move_only(tmp_path):
+    failed, rec, lines = _profile(tmp_path, _good_trace(), _TPUT)
+    assert failed == 0, lines
+    assert rec["pages"] == 256 and rec["batches"] == 1 and rec["markers"] == 2
+    assert rec["unmap_ns"] == 2000000 and rec["copy_ns"] == 3000000
+    assert rec["batch_copy_pages"] == 256 and rec["lost_events"] == 0
+    assert any("unmap 20% flush 10% copy 30% move 40%" in x for x in lines), lines
+
+
+@_pytest.mark.skipif(not _BB, reason="busybox not installed")
+@_pytest.mark.parametrize("trace,tput,why", [
+    (_HDR, _TPUT, "markers 0"),                                  # nothing traced
+    (_good_trace().replace("pages=256 unmap", "pages=128 unmap"), _TPUT, "cover 128 of 256"),
+    (_good_trace().replace("cpu_pages=256", "cpu_pages=100"), _TPUT, "pages copied of"),
+    (_good_trace(), _TPUT.replace('"seconds":0.01', '"seconds":0.001'), "phases"),
+    (_good_trace(_ev("mm_migrate_folio_copy", "pages=1 rc=0 ns=9000000")), _TPUT,
+     "longer than the move phase"),
+    (_good_trace().replace("9/9", "7/9"), _TPUT, "trace events lost"),
+    (_good_trace(), _TPUT.replace('"verified":true', '"verified":false'), "NOT verified"),
+])
+def test_profile_fails_what_it_cannot_vouch_for(tmp_path, trace, tput, why):
+    failed, _, lines = _profile(tmp_path, trace, tput)
+    assert failed >= 1 and any(why in x for x in lines), lines
