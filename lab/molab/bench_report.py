@@ -313,13 +313,20 @@ def profile_rows(records, memcpy_gbps=None):
                "batch_copy_share_of_copy": bcopy / copy if copy else None,
                "engine_share_of_batch_copy": (tot("engine_ns") / tot("batch_copy_ns")
                                               if tot("batch_copy_ns") else None),
-               "copy_gbps": pages * 4096 / copy if copy else None,
+               # pages copied, not unmapped: a retried folio unmaps twice
+               "copy_gbps": ((tot("batch_copy_pages") + tot("folio_copy_pages")) * 4096 / copy
+                             if copy else None),
                "free_copy_bound": total / (total - copy) if total > copy > 0 else None,
                "batch_copy_pages": tot("batch_copy_pages"),
                "folio_copy_pages": tot("folio_copy_pages"),
                "traced_gbps": mean_sd([r.get("traced_gbps") for r in rs])[0],
-               "lost_events": tot("lost_events"),
+               "lost_events": (tot("lost_events")
+                               if all(isinstance(r.get("lost_events"), int) for r in rs)
+                               else None),
                "verified": all(r.get("verified") is True for r in rs)}
+        # A profile that measured nothing, or whose parts do not add up.
+        row["consistent"] = bool(pages and total > 0 and fcopy <= move
+                                 and row["lost_events"] == 0)
         row["copy_vs_memcpy"] = (row["copy_gbps"] / memcpy_gbps
                                  if row["copy_gbps"] and memcpy_gbps else None)
         rows.append(row)
@@ -341,7 +348,8 @@ def _profile_lines(summary):
                  f"{'traced GB/s':>11}")
     pct = "{:.0%}"
     for r in prof:
-        flag = "" if r["verified"] and not r["lost_events"] else "  NOT VERIFIED OR EVENTS LOST"
+        flag = ("" if r["verified"] and r.get("consistent", True)
+                else "  NOT VERIFIED, EVENTS LOST OR INCONSISTENT")
         lines.append(f"{r['config']:<10} {str(r['folio_kb']) + 'K':>6} {r['n']:>2} "
                      f"{_f(r['unmap_share'], pct):>6} {_f(r['flush_share'], pct):>6} "
                      f"{_f(r['copy_share'], pct):>6} {_f(r['move_share'], pct):>6} "
