@@ -2,8 +2,8 @@
 /*
  * Where a buffer's pages are and how they are grouped, for the guest
  * programs (mo_migrate, mo_bench, mo_folios): /proc/self/pagemap and
- * /proc/kpageflags (root, CONFIG_PROC_PAGE_MONITOR); and write_file() for
- * their sysfs knobs. Header-only, so that each static program includes it.
+ * /proc/kpageflags (root, CONFIG_PROC_PAGE_MONITOR); and write_file() and
+ * write_knob() (put back at exit) for their sysfs knobs. Header-only, so that each static program includes it.
  */
 #ifndef MO_PAGES_H
 #define MO_PAGES_H
@@ -144,6 +144,53 @@ static inline int write_file(const char *path, const char *val)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+/*
+ * write_knob(): write_file() to a sysfs choice file ("always [madvise]
+ * never") whose old choice is put back at exit, so that a program leaves
+ * the THP settings as it found them: the next test must not inherit its
+ * folio sizes (hmm-tests' migrations to device memory fail on mTHP).
+ */
+#define MO_KNOBS_MAX 32
+static struct { char path[160]; char val[32]; } mo_knobs[MO_KNOBS_MAX];
+static int mo_nr_knobs;
+
+static inline void mo_restore_knobs(void)
+{
+	while (mo_nr_knobs > 0) {
+		mo_nr_knobs--;
+		write_file(mo_knobs[mo_nr_knobs].path, mo_knobs[mo_nr_knobs].val);
+	}
+}
+
+static inline int write_knob(const char *path, const char *val)
+{
+	char buf[256], *a, *b;
+	ssize_t n;
+	int fd, i;
+
+	for (i = 0; i < mo_nr_knobs; i++)
+		if (!strcmp(mo_knobs[i].path, path))
+			return write_file(path, val);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	a = strchr(buf, '[');
+	b = a ? strchr(a, ']') : NULL;
+	if (a && b && b - a - 1 < (long)sizeof(mo_knobs[0].val) &&
+	    strlen(path) < sizeof(mo_knobs[0].path) && mo_nr_knobs < MO_KNOBS_MAX) {
+		if (!mo_nr_knobs)
+			atexit(mo_restore_knobs);
+		strcpy(mo_knobs[mo_nr_knobs].path, path);
+		memcpy(mo_knobs[mo_nr_knobs].val, a + 1, b - a - 1);
+		mo_knobs[mo_nr_knobs].val[b - a - 1] = 0;
+		mo_nr_knobs++;
+	}
+	return write_file(path, val);
 }
 
 #endif /* MO_PAGES_H */
