@@ -134,7 +134,7 @@ MM_SELFTESTS = {
     "ksm_functional_tests": ((), (), ()),
     "ksm_tests": ((), ("-lnuma",), ()),
     "uffd-unit-tests": (("uffd-common.c",), (), ()),
-    # Runs only where the kernel has the test_hmm module (CONFIG_TEST_HMM).
+    # Needs the test_hmm module (CONFIG_TEST_HMM, configs/debug.config).
     "hmm-tests": ((), (), ()),
 }
 MM_HELPERS = ("vm_util.c", "thp_settings.c")
