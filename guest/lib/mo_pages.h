@@ -3,7 +3,8 @@
  * Where a buffer's pages are and how they are grouped, for the guest
  * programs (mo_migrate, mo_bench, mo_folios): /proc/self/pagemap and
  * /proc/kpageflags (root, CONFIG_PROC_PAGE_MONITOR); and write_file() and
- * write_knob() (put back at exit) for their sysfs knobs. Header-only, so that each static program includes it.
+ * write_knob() (put back at exit) for their sysfs knobs. Header-only, so
+ * that each static program includes it.
  */
 #ifndef MO_PAGES_H
 #define MO_PAGES_H
