@@ -6,7 +6,8 @@
  * promoting it or moving it to the task's node) can migrate it under them.
  *
  *   mo_tier --size MB --on NODE [--writers N] [--readers N] [--interval S]
- *           [--pfns] [--pfn-range LO-HI] [--fragment N] [--no-place]
+ *           [--pfns] [--pfn-range LO-HI [--pfn-dump FILE]] [--fragment N]
+ *           [--no-place]
  *           [--act soft-offline|pin|uring --act-pages N]
  *
  * The buffer (4K pages, MADV_NOHUGEPAGE) is faulted in bound to NODE (pages
@@ -37,7 +38,10 @@
  * and highest frame) and adds "pfn_changed=N" (pages now at another
  * frame) and "pfn_absent=N" (pages without a frame at that moment, e.g.
  * under migration) to the status lines, and with --pfn-range LO-HI "in_range=N"
- * (pages whose frame is in [LO, HI), e.g. a CMA area). --fragment N
+ * (pages whose frame is in [LO, HI), e.g. a CMA area); --pfn-dump FILE then
+ * also writes those frames to FILE, one decimal per line, at every status
+ * line (renamed into place: a reader never sees half a list), so that a
+ * caller can tell which part of the range they are in. --fragment N
  * faults in N pages of a second mapping after each page of the buffer and
  * frees that mapping afterwards, so that the buffer's frames are spread
  * over the free memory of the node, between free ones (compaction, whose
@@ -80,6 +84,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +220,7 @@ static volatile sig_atomic_t stop;
 static bool track_pfns, no_place;
 static size_t fragment;
 static uint64_t *pfn0, range_lo, range_hi;
+static const char *pfn_dump;
 static int pagemap_fd = -1;
 static const char *act_what;
 static size_t act_pages = 8;
@@ -246,6 +252,7 @@ static void usage(int code)
 	       "  -i, --interval S    seconds between status lines (default 1)\n"
 	       "      --pfns          report pages at another frame (pfn_changed=)\n"
 	       "      --pfn-range L-H also pages with frames in [L, H) (in_range=)\n"
+	       "      --pfn-dump FILE and those frames written to FILE\n"
 	       "      --fragment N    N freed frames after each of the buffer's\n"
 	       "      --no-place      leave pages reclaim moved off NODE at fault-in\n"
 	       "      --act WHAT      at SIGUSR2: soft-offline, pin (gup_test) or uring\n"
@@ -438,15 +445,28 @@ static void status(struct worker *w, int nr, double t)
 	printf(" other=%lu writes=%lu reads=%lu bad=%zu", other, writes, reads, bad);
 	if (track_pfns) {
 		unsigned long changed = 0, in_range = 0, absent = 0;
+		char tmp[PATH_MAX];
+		FILE *dump = NULL;
 
+		if (pfn_dump) {
+			snprintf(tmp, sizeof(tmp), "%s.tmp", pfn_dump);
+			dump = fopen(tmp, "w");
+			if (!dump)
+				die(tmp);
+		}
 		for (i = 0; i < n; i++) {
 			uint64_t pfn = pfn_of(buf + i * page_size);
+			bool in = pfn >= range_lo && pfn < range_hi;
 
 			/* 0: not present (a migration entry), neither moved nor in range */
 			absent += !pfn;
 			changed += pfn && pfn != pfn0[i];
-			in_range += pfn >= range_lo && pfn < range_hi;
+			in_range += in;
+			if (dump && in)
+				fprintf(dump, "%" PRIu64 "\n", pfn);
 		}
+		if (dump && (fclose(dump) || rename(tmp, pfn_dump)))
+			die(pfn_dump);
 		printf(" pfn_changed=%lu pfn_absent=%lu", changed, absent);
 		if (range_hi)
 			printf(" in_range=%lu", in_range);
@@ -589,6 +609,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "pfns", no_argument, NULL, 'P' },
 		{ "pfn-range", required_argument, NULL, 'R' },
+		{ "pfn-dump", required_argument, NULL, 'D' },
 		{ "fragment", required_argument, NULL, 'F' },
 		{ "no-place", no_argument, NULL, 'X' },
 		{ "act", required_argument, NULL, 'A' },
@@ -620,6 +641,7 @@ int main(int argc, char **argv)
 			    range_hi <= range_lo)
 				usage(2);
 			break;
+		case 'D': pfn_dump = optarg; break;
 		case 'F': fragment = strtoul(optarg, NULL, 0); break;
 		case 'X': no_place = true; break;
 		case 'A':
@@ -635,6 +657,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!buf_len || on_node < 0 || on_node >= MAX_NODES || interval <= 0 ||
+	    (pfn_dump && !range_hi) ||
 	    nr_writers < 1 || nr_writers > MAX_THREADS ||
 	    nr_readers < 1 || nr_readers > MAX_THREADS)
 		usage(2);
