@@ -273,8 +273,56 @@ def summarize(records):
            "measurements_by_mode": {m: n for m, n in by_mode.items() if n},
            "skipped": sum(1 for r in records if r.get("skipped")),
            "records_with_bad_bytes": bad, "records": len(records)}
+    out["copy_phase"] = copy_phase_ratios(records)
     out["goals"] = goal_verdicts(out)
     return out
+
+
+# The copy-phase goals (issue 12): config, the config it is compared with in
+# the same boot, the least ratio of their copy rates, the folio sizes (KB)
+# that must all clear it.
+COPY_GOALS = (("mtcopy-2", "mtcopy-1", 1.6, (4, 16, 64, 256, 1024)),
+              ("dcbm-4", "none", 1.3, (64, 256, 1024, 2048)))
+
+
+def _copy_rate(r):
+    """Bytes copied / copy time (batch copy step + per-folio copies) of one
+    profile record; None when it copied nothing, lost events or did not
+    verify (its times would not be the whole copy)."""
+    ns = (r.get("copy_ns") or 0) + (r.get("folio_copy_ns") or 0)
+    pages = (r.get("batch_copy_pages") or 0) + (r.get("folio_copy_pages") or 0)
+    if ns <= 0 or pages <= 0 or r.get("lost_events") != 0 or r.get("verified") is not True:
+        return None
+    return pages * 4096 / ns
+
+
+def copy_phase_ratios(records):
+    """For each copy-phase goal and folio size: the ratio of the two
+    configurations' copy rates, paired boot by boot (a profile record is one
+    traced run per boot), median [min..max] over boots."""
+    per = _per_round([r for r in records if _usable(r, "profile") and r["variant"] != VANILLA],
+                     lambda r: (config_of(r), r.get("folio_kb")), _copy_rate)
+    out = []
+    for num, den, goal, sizes in COPY_GOALS:
+        for kb in sizes:
+            st = ratio_stats(per.get((num, kb), {}), per.get((den, kb), {}))
+            out.append({"config": num, "against": den, "folio_kb": kb, "goal": goal,
+                        **({f"ratio_{k}": v for k, v in st.items()} if st else
+                           {"ratio_median": None, "ratio_min": None, "ratio_max": None,
+                            "ratio_pairs": 0})})
+    return out
+
+
+def copy_goal_verdict(c):
+    """met / missed / inconclusive for one copy-phase cell: the whole range
+    over at least two boots above (met) or below (missed) the goal."""
+    if (c.get("ratio_pairs") or 0) < 2 or c.get("ratio_min") is None:
+        return "inconclusive"
+    if c["ratio_min"] >= c["goal"]:
+        return "met"
+    if c["ratio_max"] < c["goal"]:
+        return "missed"
+    return "inconclusive"
 
 
 def profile_rows(records, memcpy_gbps=None):
@@ -481,6 +529,26 @@ def goal_verdicts(summary):
             if v != "missed":
                 g["verdict"] = "inconclusive"
         out.append(g)
+    # The copy-phase goals, only when the run traced at all (MO_PROFILE).
+    if summary.get("profile"):
+        for num, den, goal, sizes in COPY_GOALS:
+            cs = [c for c in summary.get("copy_phase") or []
+                  if c["config"] == num and c["against"] == den]
+            cells = [{"folio_kb": c["folio_kb"],
+                      "verdict": (EMULATOR if aliased and c["folio_kb"] == 2048
+                                  and c["ratio_pairs"] else copy_goal_verdict(c))}
+                     for c in cs]
+            vs = {c["verdict"] for c in cells}
+            v = ("missed" if "missed" in vs else "met" if vs == {"met"} else
+                 EMULATOR if vs <= {"met", EMULATOR} and vs else "inconclusive")
+            lo, hi = f"{sizes[0]}K", f"{sizes[-1] // 1024}M" if sizes[-1] >= 1024 else f"{sizes[-1]}K"
+            g = {"goal": f"{num} copy phase >= {goal}x {den}'s at every folio size {lo}-{hi}",
+                 "config": num, "against": den, "min_ratio": goal, "copy_phase": True,
+                 "verdict": v, "cells": cells}
+            gaps = [f"{c['folio_kb']}K" for c in cs if not c["ratio_pairs"]]
+            if gaps:
+                g["not_measured"] = ", ".join(gaps)
+            out.append(g)
     return out
 
 
@@ -498,7 +566,19 @@ def goals(summary):
             if r.get("vs_none_pairs") is not None:
                 txt += f" over {r['vs_none_pairs']} round(s)"
         return txt
+    cp = {(c["config"], c["folio_kb"]): c for c in summary.get("copy_phase") or []}
     for g in goal_verdicts(summary):
+        if g.get("copy_phase"):
+            parts = []
+            for c in g["cells"]:
+                r = cp[(g["config"], c["folio_kb"])]
+                parts.append(f"{c['folio_kb']}K " + (
+                    f"{r['ratio_median']:.2f}x [{r['ratio_min']:.2f}..{r['ratio_max']:.2f}] "
+                    f"over {r['ratio_pairs']} boot(s) {c['verdict']}"
+                    if r["ratio_pairs"] else "not measured"))
+            out.append(f"{g['goal']} (copy rates in the same boot, traced runs): "
+                       f"{'; '.join(parts)}: {g['verdict']}")
+            continue
         if not g["cells"]:
             out.append(f"{g['goal']}: not measured in this run ({g['not_measured']}): "
                        f"{g['verdict']}")

@@ -482,3 +482,60 @@ def test_profile_copy_rate_counts_copied_pages_not_unmapped_ones():
     # a retried folio unmapped twice (pages 1200) but copied once (1000)
     s = br.summarize([prof(0, "none", 4, pages=1200)])
     assert abs(s["profile"][0]["copy_gbps"] - 1000 * 4096 / 4e6) < 1e-9
+
+
+def copy_prof(rnd, config, kb, copy_ms, **kw):
+    """A profile whose copy phase moved 1000 pages in copy_ms (per-folio)."""
+    return prof(rnd, config, kb, folio_copy_ns=copy_ms * 1e6, **kw)
+
+
+def copy_goal(s, config):
+    [g] = [g for g in s["goals"] if g.get("copy_phase") and g["config"] == config]
+    return g
+
+
+def test_copy_phase_goals_pair_boots_and_judge_whole_ranges():
+    recs = []
+    for rnd in (0, 1):
+        for kb in (4, 16, 64, 256, 1024):
+            # 2 threads copy 2x as fast at 4K, 1.5x at 16K in one boot only
+            two = {4: 2.0, 16: 1.5 if rnd == 0 else 2.0}.get(kb, 1.0)
+            recs += [copy_prof(rnd, "mtcopy-1", kb, 4), copy_prof(rnd, "mtcopy-2", kb, 4 / two)]
+    s = br.summarize(recs)
+    g = copy_goal(s, "mtcopy-2")
+    verdicts = {c["folio_kb"]: c["verdict"] for c in g["cells"]}
+    assert verdicts == {4: "met", 16: "inconclusive", 64: "missed", 256: "missed",
+                        1024: "missed"}
+    assert g["verdict"] == "missed"
+    text = "\n".join(br.goals(s))
+    assert ("mtcopy-2 copy phase >= 1.6x mtcopy-1's at every folio size 4K-1M (copy rates in "
+            "the same boot, traced runs): 4K 2.00x [2.00..2.00] over 2 boot(s) met; "
+            "16K 1.75x [1.50..2.00] over 2 boot(s) inconclusive") in text
+    # dcbm-4 and none were not profiled: not measured, never met
+    d = copy_goal(s, "dcbm-4")
+    assert d["verdict"] == "inconclusive" and d["not_measured"] == "64K, 256K, 1024K, 2048K"
+
+
+def test_copy_phase_goal_met_only_over_two_boots_and_clean_profiles():
+    def run(extra=None, rounds=(0, 1)):
+        recs = [copy_prof(rnd, c, kb, ms) for rnd in rounds for kb in (64, 256, 1024, 2048)
+                for c, ms in (("none", 4), ("dcbm-4", 2))]
+        return br.summarize(recs + (extra or []))
+    assert copy_goal(run(), "dcbm-4")["verdict"] == "met"
+    # one boot is a point, not a range
+    assert copy_goal(run(rounds=(0,)), "dcbm-4")["verdict"] == "inconclusive"
+    # a profile that lost events does not count: that boot's pair is gone
+    s = run(rounds=(0,), extra=[copy_prof(1, "none", kb, 4) for kb in (64, 256, 1024, 2048)] +
+            [copy_prof(1, "dcbm-4", kb, 2, lost_events=5) for kb in (64, 256, 1024, 2048)])
+    assert copy_goal(s, "dcbm-4")["verdict"] == "inconclusive"
+    # under the emulator's aliasing 2M is never judged
+    alias = [{"mode": "alias", "variant": "patched", "round": 0, "layout": lay, "ns_per_word": ns}
+             for lay, ns in (("2m_apart", 10.0), ("shifted", 1.0))]
+    g = copy_goal(run(extra=alias), "dcbm-4")
+    assert {c["folio_kb"]: c["verdict"] for c in g["cells"]}[2048] == br.EMULATOR
+    assert g["verdict"] == br.EMULATOR
+
+
+def test_no_copy_phase_goals_without_profiles():
+    s = br.summarize([rec("vanilla", 0, "vanilla", 4, 1.0), rec("patched", 0, "none", 4, 1.0)])
+    assert not [g for g in s["goals"] if g.get("copy_phase")]
