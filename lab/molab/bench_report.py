@@ -274,6 +274,9 @@ def summarize(records):
            "skipped": sum(1 for r in records if r.get("skipped")),
            "records_with_bad_bytes": bad, "records": len(records)}
     out["copy_phase"] = copy_phase_ratios(records)
+    # Profiles were asked for (even if skipped: no tracepoint): the copy
+    # goals must then show, as not measured if need be.
+    out["profiled"] = any(r.get("mode") == "profile" for r in records)
     out["goals"] = goal_verdicts(out)
     return out
 
@@ -288,10 +291,12 @@ COPY_GOALS = (("mtcopy-2", "mtcopy-1", 1.6, (4, 16, 64, 256, 1024)),
 def _copy_rate(r):
     """Bytes copied / copy time (batch copy step + per-folio copies) of one
     profile record; None when it copied nothing, lost events or did not
-    verify (its times would not be the whole copy)."""
+    verify, or whose events were not bracketed by the move's two markers
+    (its times would not be the whole copy)."""
     ns = (r.get("copy_ns") or 0) + (r.get("folio_copy_ns") or 0)
     pages = (r.get("batch_copy_pages") or 0) + (r.get("folio_copy_pages") or 0)
-    if ns <= 0 or pages <= 0 or r.get("lost_events") != 0 or r.get("verified") is not True:
+    if ns <= 0 or pages <= 0 or r.get("lost_events") != 0 or r.get("verified") is not True \
+            or r.get("markers") != 2:
         return None
     return pages * 4096 / ns
 
@@ -311,6 +316,11 @@ def copy_phase_ratios(records):
                            {"ratio_median": None, "ratio_min": None, "ratio_max": None,
                             "ratio_pairs": 0})})
     return out
+
+
+def _kb(kb):
+    """4 -> '4K', 1024 -> '1M'."""
+    return f"{kb // 1024}M" if kb >= 1024 and kb % 1024 == 0 else f"{kb}K"
 
 
 def copy_goal_verdict(c):
@@ -530,7 +540,7 @@ def goal_verdicts(summary):
                 g["verdict"] = "inconclusive"
         out.append(g)
     # The copy-phase goals, only when the run traced at all (MO_PROFILE).
-    if summary.get("profile"):
+    if summary.get("profiled") or summary.get("profile"):
         for num, den, goal, sizes in COPY_GOALS:
             cs = [c for c in summary.get("copy_phase") or []
                   if c["config"] == num and c["against"] == den]
@@ -541,11 +551,11 @@ def goal_verdicts(summary):
             vs = {c["verdict"] for c in cells}
             v = ("missed" if "missed" in vs else "met" if vs == {"met"} else
                  EMULATOR if vs <= {"met", EMULATOR} and vs else "inconclusive")
-            lo, hi = f"{sizes[0]}K", f"{sizes[-1] // 1024}M" if sizes[-1] >= 1024 else f"{sizes[-1]}K"
+            lo, hi = _kb(sizes[0]), _kb(sizes[-1])
             g = {"goal": f"{num} copy phase >= {goal}x {den}'s at every folio size {lo}-{hi}",
                  "config": num, "against": den, "min_ratio": goal, "copy_phase": True,
                  "verdict": v, "cells": cells}
-            gaps = [f"{c['folio_kb']}K" for c in cs if not c["ratio_pairs"]]
+            gaps = [_kb(c["folio_kb"]) for c in cs if not c["ratio_pairs"]]
             if gaps:
                 g["not_measured"] = ", ".join(gaps)
             out.append(g)
@@ -572,7 +582,7 @@ def goals(summary):
             parts = []
             for c in g["cells"]:
                 r = cp[(g["config"], c["folio_kb"])]
-                parts.append(f"{c['folio_kb']}K " + (
+                parts.append(f"{_kb(c['folio_kb'])} " + (
                     f"{r['ratio_median']:.2f}x [{r['ratio_min']:.2f}..{r['ratio_max']:.2f}] "
                     f"over {r['ratio_pairs']} boot(s) {c['verdict']}"
                     if r["ratio_pairs"] else "not measured"))

@@ -433,7 +433,7 @@ def prof(rnd, config, kb, **kw):
          "round": rnd, "batches": 2, "pages": 1000, "unmap_ns": 2e6, "flush_ns": 1e6,
          "copy_ns": 0, "move_ns": 7e6, "folio_copy_pages": 1000, "folio_copy_ns": 4e6,
          "batch_copy_pages": 0, "batch_copy_ns": 0, "engine_ns": 0, "lost_events": 0,
-         "traced_gbps": 0.3, "verified": True}
+         "traced_gbps": 0.3, "verified": True, "markers": 2}
     r.update(kw)
     return r
 
@@ -500,7 +500,10 @@ def test_copy_phase_goals_pair_boots_and_judge_whole_ranges():
         for kb in (4, 16, 64, 256, 1024):
             # 2 threads copy 2x as fast at 4K, 1.5x at 16K in one boot only
             two = {4: 2.0, 16: 1.5 if rnd == 0 else 2.0}.get(kb, 1.0)
-            recs += [copy_prof(rnd, "mtcopy-1", kb, 4), copy_prof(rnd, "mtcopy-2", kb, 4 / two)]
+            # boot 1 copies 3x slower for both: only same-boot pairs give 2.0
+            slow = 3 if rnd == 1 else 1
+            recs += [copy_prof(rnd, "mtcopy-1", kb, 4 * slow),
+                     copy_prof(rnd, "mtcopy-2", kb, 4 * slow / two)]
     s = br.summarize(recs)
     g = copy_goal(s, "mtcopy-2")
     verdicts = {c["folio_kb"]: c["verdict"] for c in g["cells"]}
@@ -513,7 +516,8 @@ def test_copy_phase_goals_pair_boots_and_judge_whole_ranges():
             "16K 1.75x [1.50..2.00] over 2 boot(s) inconclusive") in text
     # dcbm-4 and none were not profiled: not measured, never met
     d = copy_goal(s, "dcbm-4")
-    assert d["verdict"] == "inconclusive" and d["not_measured"] == "64K, 256K, 1024K, 2048K"
+    assert d["verdict"] == "inconclusive" and d["not_measured"] == "64K, 256K, 1M, 2M"
+    assert "dcbm-4 copy phase >= 1.3x none's at every folio size 64K-2M" in text
 
 
 def test_copy_phase_goal_met_only_over_two_boots_and_clean_profiles():
@@ -524,10 +528,18 @@ def test_copy_phase_goal_met_only_over_two_boots_and_clean_profiles():
     assert copy_goal(run(), "dcbm-4")["verdict"] == "met"
     # one boot is a point, not a range
     assert copy_goal(run(rounds=(0,)), "dcbm-4")["verdict"] == "inconclusive"
-    # a profile that lost events does not count: that boot's pair is gone
-    s = run(rounds=(0,), extra=[copy_prof(1, "none", kb, 4) for kb in (64, 256, 1024, 2048)] +
-            [copy_prof(1, "dcbm-4", kb, 2, lost_events=5) for kb in (64, 256, 1024, 2048)])
-    assert copy_goal(s, "dcbm-4")["verdict"] == "inconclusive"
+    # a profile that lost events, did not verify or was not bracketed by
+    # the move's markers does not count: that boot's pair is gone
+    for bad in ({"lost_events": 5}, {"lost_events": None}, {"verified": False},
+                {"verified": None}, {"markers": 1}):
+        s = run(rounds=(0,), extra=[copy_prof(1, "none", kb, 4) for kb in (64, 256, 1024, 2048)] +
+                [copy_prof(1, "dcbm-4", kb, 2, **bad) for kb in (64, 256, 1024, 2048)])
+        assert copy_goal(s, "dcbm-4")["verdict"] == "inconclusive", bad
+    # one size not profiled while every other is met: not met
+    s = br.summarize([r for r in (copy_prof(rnd, c, kb, ms) for rnd in (0, 1)
+                                  for kb in (64, 256, 1024) for c, ms in (("none", 4), ("dcbm-4", 2)))])
+    g = copy_goal(s, "dcbm-4")
+    assert g["verdict"] == "inconclusive" and g["not_measured"] == "2M"
     # under the emulator's aliasing 2M is never judged
     alias = [{"mode": "alias", "variant": "patched", "round": 0, "layout": lay, "ns_per_word": ns}
              for lay, ns in (("2m_apart", 10.0), ("shifted", 1.0))]
@@ -539,3 +551,8 @@ def test_copy_phase_goal_met_only_over_two_boots_and_clean_profiles():
 def test_no_copy_phase_goals_without_profiles():
     s = br.summarize([rec("vanilla", 0, "vanilla", 4, 1.0), rec("patched", 0, "none", 4, 1.0)])
     assert not [g for g in s["goals"] if g.get("copy_phase")]
+    # asked for but skipped (no tracepoint): shown as not measured, not dropped
+    s = br.summarize([rec("patched", 0, "none", 4, 1.0),
+                      {"mode": "profile", "skipped": True, "variant": "patched", "round": 0}])
+    g = copy_goal(s, "mtcopy-2")
+    assert g["verdict"] == "inconclusive" and g["not_measured"] == "4K, 16K, 64K, 256K, 1M"
