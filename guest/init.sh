@@ -56,6 +56,28 @@ state() {	# state PHASE [KMEMLEAK]
 		"debug_locks=${dl:--} kmemleak=${2:--}"
 }
 
+# The THP settings ("FILE CHOICE" lines) of $THP: each suite starts from the
+# boot's. A suite killed mid-run, or concurrent programs that put back what
+# they saw in the wrong order, must not hand their folio sizes to the next
+# suite (hmm-tests failed on a 64K mTHP an earlier suite left on).
+THP=${THP:-/sys/kernel/mm/transparent_hugepage}
+thp_state() {
+	for f in "$THP"/enabled "$THP"/defrag "$THP"/shmem_enabled \
+		 "$THP"/hugepages-*/enabled "$THP"/hugepages-*/shmem_enabled; do
+		[ -r "$f" ] && echo "$f $(sed -n 's/.*\[\(.*\)\].*/\1/p' "$f")"
+	done
+}
+# thp_restore SUITE: put back what SUITE changed, saying what it was.
+thp_restore() {
+	thp_state | while read -r f v; do
+		want=$(echo "$THP0" | awk -v f="$f" '$1 == f { print $2 }')
+		if [ -n "$want" ] && [ "$v" != "$want" ]; then
+			echo "molab guest: $1 left $f at $v (boot: $want): put back"
+			echo "$want" > "$f"
+		fi
+	done
+}
+
 MO_RUN=$(param 'mo\.run')
 MO_ARGS=$(param 'mo\.args')
 MO_SHELL=$(param 'mo\.shell')
@@ -64,6 +86,7 @@ export MO_ARGS
 echo "molab guest: kernel $(uname -r), $(nproc) cpus, nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ' ')"
 echo "molab guest: suites '$MO_RUN' args '$MO_ARGS'"
 state start
+THP0=$(thp_state)
 
 for suite in $(echo "$MO_RUN" | tr ',' ' '); do
 	case "$suite" in
@@ -92,6 +115,7 @@ for suite in $(echo "$MO_RUN" | tr ',' ' '); do
 		[ -f "$f" ] && sendfile "$f" "$suite/${f##*/}"
 	done
 	echo "@@MO-END $suite rc=$rc t=$t"
+	thp_restore "$suite"
 done
 
 kml=-

@@ -176,78 +176,16 @@ static bool exists(const char *path)
 /* ------------------------------------------- settings saved and restored */
 
 /*
- * Global settings changed by a run (THP sizes, nr_hugepages) are recorded
- * with their first value and put back at exit, also on SIGINT/SIGTERM.
+ * Global settings changed by a run (THP sizes, nr_hugepages) go through
+ * set_setting() (lib/mo_pages.h): put back at exit, also on SIGINT/SIGTERM,
+ * after the compaction hog is stopped.
  */
-#define MAX_SAVED 32
-static struct saved {
-	char path[160];
-	char val[64];
-} saved[MAX_SAVED];
-static volatile int nr_saved;
 static volatile pid_t hog_pid;
 
-static void restore_settings(void)
+static void kill_hog(void)
 {
-	int i;
-
 	if (hog_pid > 0)
 		kill(hog_pid, SIGKILL);
-	for (i = nr_saved - 1; i >= 0; i--)
-		write_file(saved[i].path, saved[i].val);
-}
-
-static void on_fatal_signal(int sig)
-{
-	restore_settings();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* The active value of a sysfs choice file ("always [madvise] never"). */
-static int read_choice(const char *path, char *out, size_t len)
-{
-	char buf[256], *b, *e;
-	int ret = read_file(path, buf, sizeof(buf));
-	size_t n;
-
-	if (ret)
-		return ret;
-	b = strchr(buf, '[');
-	e = b ? strchr(b, ']') : NULL;
-	if (b && e) {
-		*e = 0;
-		b++;
-	} else {
-		b = buf;
-	}
-	n = strlen(b);
-	if (n >= len)
-		n = len - 1;
-	memcpy(out, b, n);
-	out[n] = 0;
-	return 0;
-}
-
-/* Write @val to @path after recording the current value to restore. */
-static int set_setting(const char *path, const char *val)
-{
-	char cur[64];
-	int i;
-
-	for (i = 0; i < nr_saved; i++)
-		if (!strcmp(saved[i].path, path))
-			break;
-	if (i == nr_saved) {
-		if (read_choice(path, cur, sizeof(cur)))
-			return -errno;
-		if (nr_saved < MAX_SAVED) {
-			snprintf(saved[i].path, sizeof(saved[i].path), "%s", path);
-			snprintf(saved[i].val, sizeof(saved[i].val), "%s", cur);
-			nr_saved++;
-		}
-	}
-	return write_file(path, val);
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -1985,7 +1923,7 @@ static void read_engine(void)
 {
 	if (!exists(MO_DIR))
 		snprintf(engine, sizeof(engine), "vanilla");
-	else if (read_choice(MO_DIR "/engine", engine, sizeof(engine)))
+	else if (read_setting(MO_DIR "/engine", engine, sizeof(engine)))
 		snprintf(engine, sizeof(engine), "unknown");
 }
 
@@ -2110,10 +2048,8 @@ int main(int argc, char **argv)
 	if (!uname(&u))
 		snprintf(kernel_rel, sizeof(kernel_rel), "%s", u.release);
 
-	atexit(restore_settings);
-	signal(SIGINT, on_fatal_signal);
-	signal(SIGTERM, on_fatal_signal);
-	signal(SIGHUP, on_fatal_signal);
+	mo_before_restore = kill_hog;
+	restore_settings_at_exit();
 
 	switch (opt.mode) {
 	case M_TPUT: run_tput(); break;

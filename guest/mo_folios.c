@@ -665,25 +665,6 @@ static void kind_swapcache(void)
 static const char *const ksm_files[] = { "pages_to_scan", "sleep_millisecs", "run" };
 static const char *const ksm_values[] = { "1000", "10", "1" };
 #define NR_KSM_FILES (sizeof(ksm_files) / sizeof(ksm_files[0]))
-static char ksm_saved[NR_KSM_FILES][32];
-static bool ksm_changed;
-
-static void ksm_restore(void)
-{
-	char file[128];
-	size_t i;
-
-	if (!ksm_changed)
-		return;
-	ksm_changed = false;
-	for (i = 0; i < NR_KSM_FILES; i++) {
-		snprintf(file, sizeof(file), KSM "%s", ksm_files[i]);
-		if (write_file(file, ksm_saved[i]))
-			fprintf(stderr, "mo_folios: could not restore %s=%s\n", file,
-				ksm_saved[i]);
-	}
-}
-
 static void check_ksm(uint8_t *buf, size_t cow_page, const char *when)
 {
 	size_t p;
@@ -756,15 +737,10 @@ static void kind_ksm(void)
 			unsupported("madvise(MADV_MERGEABLE)", errno);
 		die("madvise(MADV_MERGEABLE)");
 	}
+	/* Put back at exit, also on SIGTERM (lib/mo_pages.h). */
 	for (i = 0; i < NR_KSM_FILES; i++) {
 		snprintf(file, sizeof(file), KSM "%s", ksm_files[i]);
-		read_line(file, ksm_saved[i], sizeof(ksm_saved[i]));
-	}
-	ksm_changed = true;
-	atexit(ksm_restore);
-	for (i = 0; i < NR_KSM_FILES; i++) {
-		snprintf(file, sizeof(file), KSM "%s", ksm_files[i]);
-		errno = -write_file(file, ksm_values[i]);
+		errno = -set_setting(file, ksm_values[i]);
 		if (errno)
 			die(file);
 	}
@@ -790,7 +766,7 @@ static void kind_ksm(void)
 	 * reference to while the batch forms takes the per-folio path, so
 	 * the batch path's count would depend on its timing.
 	 */
-	errno = -write_file(KSM "run", "0");
+	errno = -set_setting(KSM "run", "0");
 	if (errno)
 		die(KSM "run");
 	measured_move(buf, buf_len, to_node, MPOL_MF_MOVE_ALL, "");
@@ -816,7 +792,7 @@ static void kind_ksm(void)
 	if (madvise(buf, buf_len, MADV_UNMERGEABLE))
 		die("madvise(MADV_UNMERGEABLE)");
 	check_ksm(buf, cow, "after unmerging");
-	ksm_restore();
+	restore_settings();
 }
 
 /* VmLck of /proc/self/status, in pages. */
@@ -1109,6 +1085,7 @@ struct mover {
 	int id;
 	unsigned long rounds, errors, gone;
 	unsigned long holes, absent;	/* pages met unmapped (-EFAULT), not present (-ENOENT) */
+	unsigned long placed;		/* race-exit: pages reported on to_node */
 	pthread_t thread;
 };
 
@@ -1118,6 +1095,7 @@ static struct chunk *chunks;
 static size_t nr_chunks;
 static bool race_exit;
 static pid_t race_pid;			/* race-exit: whose pages; 0: none */
+static unsigned long race_gone;		/* race-exit: calls that met an exited child */
 static pthread_rwlock_t pid_lock;
 
 /*
@@ -1163,9 +1141,12 @@ static void *mover_fn(void *arg)
 			for (i = 0; i < n; i++) {
 				m->holes += status[i] == -EFAULT;
 				m->absent += status[i] == -ENOENT;
+				m->placed += node == to_node && status[i] == to_node;
 			}
-		} else if (race_exit && (e == ESRCH || e == EINVAL))
+		} else if (race_exit && (e == ESRCH || e == EINVAL)) {
 			m->gone++;
+			__atomic_add_fetch(&race_gone, 1, __ATOMIC_RELAXED);
+		}
 		else if (!m->errors++)
 			printf("error: mover %d: move_pages to node %d: %s\n", m->id, node,
 			       strerror(e));
@@ -1192,7 +1173,7 @@ static void start_movers(struct mover *m)
 /* Stops every thread; returns the rounds of the movers. */
 static unsigned long stop_movers(struct mover *m)
 {
-	unsigned long rounds = 0, errors = 0, gone = 0, holes = 0, absent = 0;
+	unsigned long rounds = 0, errors = 0, gone = 0, holes = 0, absent = 0, placed = 0;
 	int i;
 
 	stop = 1;
@@ -1203,12 +1184,13 @@ static unsigned long stop_movers(struct mover *m)
 		gone += m[i].gone;
 		holes += m[i].holes;
 		absent += m[i].absent;
+		placed += m[i].placed;
 	}
 	/* What the movers met of the racer's work: a race that never raced shows 0. */
 	printf("rounds=%lu\nmove_errors=%lu\nholes_met=%lu\nabsent_met=%lu\n", rounds, errors,
 	       holes, absent);
 	if (race_exit)
-		printf("moves_child_gone=%lu\n", gone);
+		printf("moves_child_gone=%lu\nchild_pages_placed=%lu\n", gone, placed);
 	if (!rounds)
 		fail("no move_pages() call completed");
 	if (errors)
@@ -1357,8 +1339,9 @@ static void race_children(double end, unsigned long *children, unsigned long *ba
 {
 	unsigned int rnd = getpid() ^ (unsigned int)time(NULL);
 	uint64_t seed = 1;
+	unsigned long gone0;
 	siginfo_t si;
-	int ready[2], status;
+	int ready[2], status, i;
 	long delay_us;
 	pid_t pid;
 	char c;
@@ -1374,6 +1357,8 @@ static void race_children(double end, unsigned long *children, unsigned long *ba
 			die("fork");
 		if (!pid) {
 			close(ready[0]);
+			/* On from_node: a page later on to_node was moved there. */
+			prefer(from_node);
 			mo_pattern_fill(race_buf, 0, EXIT_REGION, seed);
 			if (write(ready[1], "r", 1) != 1)
 				_exit(2);
@@ -1389,6 +1374,13 @@ static void race_children(double end, unsigned long *children, unsigned long *ba
 		close(ready[0]);
 		if (waitid(P_PID, pid, &si, WEXITED | WNOWAIT))
 			die("waitid");
+		/*
+		 * Reaped only once a mover met the exited child (up to 200 ms):
+		 * the movers' calls then span every child's whole life.
+		 */
+		gone0 = __atomic_load_n(&race_gone, __ATOMIC_RELAXED);
+		for (i = 0; i < 200 && __atomic_load_n(&race_gone, __ATOMIC_RELAXED) == gone0; i++)
+			sleep_ms(1);
 		pthread_rwlock_wrlock(&pid_lock);
 		race_pid = 0;
 		pthread_rwlock_unlock(&pid_lock);
@@ -1685,6 +1677,7 @@ int main(int argc, char **argv)
 	int c;
 
 	page_size = sysconf(_SC_PAGESIZE);
+	restore_settings_at_exit();
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': buf_len = strtoul(optarg, NULL, 0) << 20; break;

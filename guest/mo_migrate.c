@@ -122,18 +122,18 @@ static void set_folio_size(size_t kb)
 	size_t i;
 	bool found = kb == 4;
 
-	write_knob("/sys/kernel/mm/transparent_hugepage/enabled", "madvise");
+	set_setting("/sys/kernel/mm/transparent_hugepage/enabled", "madvise");
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		snprintf(path, sizeof(path),
 			 "/sys/kernel/mm/transparent_hugepage/hugepages-%zukB/enabled",
 			 sizes[i]);
-		if (!write_knob(path, sizes[i] == kb && !shmem ? "always" : "never") &&
+		if (!set_setting(path, sizes[i] == kb && !shmem ? "always" : "never") &&
 		    sizes[i] == kb && !shmem)
 			found = true;
 		snprintf(path, sizeof(path),
 			 "/sys/kernel/mm/transparent_hugepage/hugepages-%zukB/shmem_enabled",
 			 sizes[i]);
-		if (!write_knob(path, sizes[i] == 2048 ? "inherit" :
+		if (!set_setting(path, sizes[i] == 2048 ? "inherit" :
 				sizes[i] == kb && shmem ? "always" : "never") &&
 		    sizes[i] == kb && shmem)
 			found = true;
@@ -141,7 +141,7 @@ static void set_folio_size(size_t kb)
 	/* The PMD size follows the global knob, the only one before 6.11. */
 	if (shmem && kb == 2048)
 		found = true;
-	write_knob("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+	set_setting("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
 		   kb == 2048 ? "always" : "never");
 	if (!found) {
 		fprintf(stderr, "mo_migrate: no %zukB folio size here\n", kb);
@@ -495,6 +495,8 @@ int main(int argc, char **argv)
 	int c;
 
 	page_size = sysconf(_SC_PAGESIZE);
+	/* A storm is stopped by SIGTERM: its THP settings must go back too. */
+	restore_settings_at_exit();
 	while ((c = getopt_long(argc, argv, "s:f:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': buf_len = strtoul(optarg, NULL, 0) << 20; break;

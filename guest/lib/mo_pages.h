@@ -3,8 +3,8 @@
  * Where a buffer's pages are and how they are grouped, for the guest
  * programs (mo_migrate, mo_bench, mo_folios): /proc/self/pagemap and
  * /proc/kpageflags (root, CONFIG_PROC_PAGE_MONITOR); and write_file() and
- * write_knob() (put back at exit) for their sysfs knobs. Header-only, so
- * that each static program includes it.
+ * set_setting() (put back at exit) for their sysfs and sysctl settings.
+ * Header-only, so that each static program includes it.
  */
 #ifndef MO_PAGES_H
 #define MO_PAGES_H
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,49 +149,102 @@ static inline int write_file(const char *path, const char *val)
 }
 
 /*
- * write_knob(): write_file() to a sysfs choice file ("always [madvise]
- * never") whose old choice is put back at exit, so that a program leaves
- * the THP settings as it found them: the next test must not inherit its
- * folio sizes (hmm-tests' migrations to device memory fail on mTHP).
+ * set_setting(): write_file() to a sysfs/procfs setting whose first value
+ * (of a choice file, "always [madvise] never", the active choice) is put
+ * back by restore_settings(), last written first: a program leaves the
+ * THP, KSM and sysctl settings as it found them, so that the next test
+ * does not inherit its folio sizes (hmm-tests' migrations to device memory
+ * fail on mTHP). restore_settings_at_exit() makes that happen at exit and
+ * on SIGINT, SIGTERM and SIGHUP (a suite's timeout kills with SIGTERM).
  */
-#define MO_KNOBS_MAX 32
-static struct { char path[160]; char val[32]; } mo_knobs[MO_KNOBS_MAX];
-static int mo_nr_knobs;
+#define MO_SAVED_MAX 32
+static struct { char path[160]; char val[64]; } mo_saved[MO_SAVED_MAX];
+static volatile int mo_nr_saved;
+/* Whose settings: a forked child that exit()s must not put them back. */
+static pid_t mo_saved_pid;
+/* Called first by restore_settings(), e.g. to stop a helper process. */
+static void (*mo_before_restore)(void);
 
-static inline void mo_restore_knobs(void)
+/* Async-signal-safe (open, write, close). */
+static inline void restore_settings(void)
 {
-	while (mo_nr_knobs > 0) {
-		mo_nr_knobs--;
-		write_file(mo_knobs[mo_nr_knobs].path, mo_knobs[mo_nr_knobs].val);
+	if (mo_before_restore)
+		mo_before_restore();
+	if (getpid() != mo_saved_pid)
+		return;
+	while (mo_nr_saved > 0) {
+		mo_nr_saved--;
+		write_file(mo_saved[mo_nr_saved].path, mo_saved[mo_nr_saved].val);
 	}
 }
 
-static inline int write_knob(const char *path, const char *val)
+static inline void mo_restore_on_signal(int sig)
+{
+	restore_settings();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static inline void restore_settings_at_exit(void)
+{
+	atexit(restore_settings);
+	signal(SIGINT, mo_restore_on_signal);
+	signal(SIGTERM, mo_restore_on_signal);
+	signal(SIGHUP, mo_restore_on_signal);
+}
+
+/*
+ * The value of a small file in @out (newline cut), or of a choice file its
+ * active choice; 0 or -errno.
+ */
+static inline int read_setting(const char *path, char *out, size_t len)
 {
 	char buf[256], *a, *b;
 	ssize_t n;
-	int fd, i;
+	int fd = open(path, O_RDONLY);
 
-	for (i = 0; i < mo_nr_knobs; i++)
-		if (!strcmp(mo_knobs[i].path, path))
-			return write_file(path, val);
-	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	buf[n > 0 ? n : 0] = 0;
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
 	a = strchr(buf, '[');
 	b = a ? strchr(a, ']') : NULL;
-	if (a && b && b - a - 1 < (long)sizeof(mo_knobs[0].val) &&
-	    strlen(path) < sizeof(mo_knobs[0].path) && mo_nr_knobs < MO_KNOBS_MAX) {
-		if (!mo_nr_knobs)
-			atexit(mo_restore_knobs);
-		strcpy(mo_knobs[mo_nr_knobs].path, path);
-		memcpy(mo_knobs[mo_nr_knobs].val, a + 1, b - a - 1);
-		mo_knobs[mo_nr_knobs].val[b - a - 1] = 0;
-		mo_nr_knobs++;
+	if (a && b) {
+		a++;
+		*b = 0;
+	} else {
+		a = buf;
+		a[strcspn(a, "\n")] = 0;
 	}
+	if (strlen(a) >= len)
+		return -ENAMETOOLONG;
+	strcpy(out, a);
+	return 0;
+}
+
+/*
+ * Write @val to @path, its first value recorded for restore_settings();
+ * 0 or -errno. A value that cannot be recorded (unreadable, too long, too
+ * many settings) is not written: nothing may change that is not put back.
+ */
+static inline int set_setting(const char *path, const char *val)
+{
+	int i, ret;
+
+	for (i = 0; i < mo_nr_saved; i++)
+		if (!strcmp(mo_saved[i].path, path))
+			return write_file(path, val);
+	if (mo_nr_saved >= MO_SAVED_MAX || strlen(path) >= sizeof(mo_saved[0].path))
+		return -ENOSPC;
+	ret = read_setting(path, mo_saved[i].val, sizeof(mo_saved[0].val));
+	if (ret)
+		return ret;
+	strcpy(mo_saved[i].path, path);
+	mo_saved_pid = getpid();
+	mo_nr_saved++;
 	return write_file(path, val);
 }
 

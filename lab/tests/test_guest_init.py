@@ -224,3 +224,31 @@ def test_window_batch_checks_pass_and_fail(tmp_path):
                dict(engine_pages=512, comm="mo_folios")):
         r = _window(tmp_path, **kw)
         assert r.returncode != 0 and "not ok" in r.stdout, (kw, r.stdout)
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_thp_settings_put_back_after_each_suite(tmp_path):
+    thp = tmp_path / "thp"
+    files = {"enabled": "always [madvise] never", "shmem_enabled": "always [never] deny",
+             "hugepages-64kB/enabled": "always inherit madvise [never]",
+             "hugepages-2048kB/enabled": "always [inherit] madvise never"}
+    for name, text in files.items():
+        (thp / name).parent.mkdir(parents=True, exist_ok=True)
+        (thp / name).write_text(text + "\n")
+    # a suite turns 64K and 2M on; sysfs would show the new choice bracketed
+    script = (function("thp_state") + function("thp_restore") +
+              'THP0=$(thp_state)\n'
+              f'echo "[always] inherit madvise never" > {thp}/hugepages-64kB/enabled\n'
+              f'echo "[always] inherit madvise never" > {thp}/hugepages-2048kB/enabled\n'
+              'thp_restore tiering\n')
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                       env={"THP": str(thp), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        f"molab guest: tiering left {thp}/hugepages-2048kB/enabled at always (boot: inherit): "
+        "put back",
+        f"molab guest: tiering left {thp}/hugepages-64kB/enabled at always (boot: never): put back"]
+    # what is written back is the boot's choice (sysfs takes the bare word)
+    assert (thp / "hugepages-64kB/enabled").read_text() == "never\n"
+    assert (thp / "hugepages-2048kB/enabled").read_text() == "inherit\n"
+    assert (thp / "enabled").read_text() == "always [madvise] never\n"
