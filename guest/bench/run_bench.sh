@@ -479,10 +479,14 @@ PEVS="mm_migrate_batch_phases mm_migrate_folio_copy mm_migrate_batch_copy"
 profile_one() {
 	echo > $TR/trace
 	for _e in $PEVS; do echo 1 > $TR/events/migrate/$_e/enable || FAILED=$((FAILED + 1)); done
+	# dcbm's own steps, where its module is loaded (it fires only for dcbm)
+	_dbe=$TR/events/dcbm/dcbm_batch/enable
+	[ -e $_dbe ] && echo 1 > $_dbe
 	"$MB" tput --size "$SIZE" --from 0 --to "$TO1" --folio "$2" --reps 1 \
 		--first-rep "$REPS" --config "$1" > "$WORK/prof.jsonl" 2> "$WORK/prof.err"
 	_rc=$?
 	for _e in $PEVS; do echo 0 > $TR/events/migrate/$_e/enable; done
+	[ -e $_dbe ] && echo 0 > $_dbe
 	_lost=$(awk '/^# entries-in-buffer/ { split($3, a, "/"); print a[2] - a[1] }' $TR/trace)
 	grep " mo_bench-[0-9]* " $TR/trace > "$WORK/prof.trace"
 	_tp=$(grep '"mode":"tput"' "$WORK/prof.jsonl" | head -1)
@@ -507,11 +511,14 @@ profile_one() {
 	/mm_migrate_folio_copy:/ { nf++; fp += f("pages"); fn += f("ns") }
 	/mm_migrate_batch_copy:/ { nc++; bn += f("ns"); be += f("engine_ns")
 		bp += f("engine_pages") + f("cpu_pages"); ep += f("engine_pages") }
+	/dcbm_batch:/ { db++; df += f("folios"); dd += f("descriptors"); dpl += f("plan_ns")
+		dsu += f("submit_ns"); dwa += f("wait_ns"); dte += f("teardown_ns") }
 	END {
 		printf "{\"mode\":\"profile\",\"config\":\"%s\",\"engine\":\"%s\",\"folio_kb\":%d,\"size_bytes\":%d,", conf, eng, kb, size
 		printf "\"markers\":%d,\"seconds\":%s,\"batches\":%d,\"pages\":%d,\"unmap_ns\":%.0f,\"flush_ns\":%.0f,\"copy_ns\":%.0f,\"move_ns\":%.0f,", marks, sec, nb, pg, un, fl, cp, mv
 		printf "\"folio_copies\":%d,\"folio_copy_pages\":%d,\"folio_copy_ns\":%.0f,", nf, fp, fn
 		printf "\"batch_copies\":%d,\"batch_copy_pages\":%d,\"engine_pages\":%d,\"batch_copy_ns\":%.0f,\"engine_ns\":%.0f,", nc, bp, ep, bn, be
+		printf "\"dcbm_batches\":%d,\"dcbm_folios\":%d,\"dcbm_descriptors\":%d,\"dcbm_plan_ns\":%.0f,\"dcbm_submit_ns\":%.0f,\"dcbm_wait_ns\":%.0f,\"dcbm_teardown_ns\":%.0f,", db, df, dd, dpl, dsu, dwa, dte
 		printf "\"lost_events\":%s,\"traced_gbps\":%s,\"verified\":%s}\n", lost, gb, ver
 	}' "$WORK/prof.trace" > "$WORK/prof.line"
 	cat "$WORK/prof.line" >> "$J"

@@ -382,6 +382,16 @@ def profile_rows(records, memcpy_gbps=None):
                                if all(isinstance(r.get("lost_events"), int) for r in rs)
                                else None),
                "verified": all(r.get("verified") is True for r in rs)}
+        # dcbm's own steps (dcbm_batch): the CPU time per folio outside
+        # the transfers, and per descriptor submitted.
+        dfol, ddesc = tot("dcbm_folios"), tot("dcbm_descriptors")
+        over = tot("dcbm_plan_ns") + tot("dcbm_submit_ns") + tot("dcbm_teardown_ns")
+        row.update(dcbm_folios=dfol, dcbm_descriptors=ddesc,
+                   dcbm_overhead_us_per_folio=over / dfol / 1e3 if dfol else None,
+                   dcbm_submit_ns_per_descriptor=(tot("dcbm_submit_ns") / ddesc
+                                                  if ddesc else None),
+                   dcbm_wait_share=(tot("dcbm_wait_ns") / (over + tot("dcbm_wait_ns"))
+                                    if over + tot("dcbm_wait_ns") else None))
         # A profile that measured nothing, or whose parts do not add up.
         row["consistent"] = bool(pages and total > 0 and fcopy <= move
                                  and row["lost_events"] == 0)
@@ -415,6 +425,16 @@ def _profile_lines(summary):
                      f"{_f(r['free_copy_bound'], '{:.2f}'):>6} "
                      f"{_f(r['engine_share_of_batch_copy'], pct):>6} "
                      f"{_f(r['traced_gbps'], '{:.3f}'):>11}{flag}")
+    dc = [r for r in prof if r.get("dcbm_folios")]
+    if dc:
+        lines.append("dcbm's own steps (dcbm_batch): CPU time per folio outside the transfers "
+                     "(plan + submit + teardown), submit time per descriptor, waiting's share")
+        for r in dc:
+            lines.append(f"  {r['config']:<10} {str(r['folio_kb']) + 'K':>6} "
+                         f"{r['dcbm_folios']} folios, {r['dcbm_descriptors']} descriptors: "
+                         f"{_f(r['dcbm_overhead_us_per_folio'], '{:.1f}')} us/folio, "
+                         f"{_f(r['dcbm_submit_ns_per_descriptor'], '{:.0f}')} ns/descriptor "
+                         f"submitted, waiting {_f(r['dcbm_wait_share'], '{:.0%}')}")
     for v, m in summary["memcpy"].items():
         bt = m.get("by_threads") or {}
         if len(bt) > 1:

@@ -272,6 +272,23 @@ def test_profile_sums_the_timed_move_only(tmp_path):
     assert rec["unmap_ns"] == 2000000 and rec["copy_ns"] == 3000000
     assert rec["batch_copy_pages"] == 256 and rec["lost_events"] == 0
     assert any("unmap 20% flush 10% copy 30% move 40%" in x for x in lines), lines
+    assert rec["dcbm_batches"] == 0 and rec["dcbm_folios"] == 0
+
+
+@_pytest.mark.skipif(not _BB, reason="busybox not installed")
+def test_profile_sums_dcbms_own_steps_inside_the_move(tmp_path):
+    db = ("folios=128 bytes=524288 runs=4 descriptors=128 plan_ns=1000 submit_ns=20000 "
+          "wait_ns=900000 teardown_ns=3000")
+    trace = _good_trace(_ev("dcbm_batch", db)).replace(
+        _ev("tracing_mark_write", "mo_bench: move begin"),
+        _ev("dcbm_batch", db) + _ev("tracing_mark_write", "mo_bench: move begin"))
+    failed, rec, lines = _profile(tmp_path, trace, _TPUT)
+    assert failed == 0, lines
+    # the one before the begin marker (the placement move) is not counted
+    assert rec["dcbm_batches"] == 1 and rec["dcbm_folios"] == 128
+    assert rec["dcbm_descriptors"] == 128 and rec["dcbm_plan_ns"] == 1000
+    assert rec["dcbm_submit_ns"] == 20000 and rec["dcbm_wait_ns"] == 900000
+    assert rec["dcbm_teardown_ns"] == 3000
 
 
 @_pytest.mark.skipif(not _BB, reason="busybox not installed")

@@ -556,3 +556,20 @@ def test_no_copy_phase_goals_without_profiles():
                       {"mode": "profile", "skipped": True, "variant": "patched", "round": 0}])
     g = copy_goal(s, "mtcopy-2")
     assert g["verdict"] == "inconclusive" and g["not_measured"] == "4K, 16K, 64K, 256K, 1M"
+
+
+def test_profile_dcbm_overhead_per_folio_and_descriptor():
+    # 100 folios: 2 + 5 + 3 ms outside the transfers, 40 ms waiting
+    s = br.summarize([prof(0, "dcbm-4", 64, dcbm_folios=100, dcbm_descriptors=400,
+                           dcbm_plan_ns=2e6, dcbm_submit_ns=5e6, dcbm_wait_ns=40e6,
+                           dcbm_teardown_ns=3e6),
+                      prof(0, "none", 64)])
+    rows = {r["config"]: r for r in s["profile"]}
+    d = rows["dcbm-4"]
+    assert abs(d["dcbm_overhead_us_per_folio"] - 100.0) < 1e-9
+    assert abs(d["dcbm_submit_ns_per_descriptor"] - 12500) < 1e-9
+    assert abs(d["dcbm_wait_share"] - 0.8) < 1e-9
+    assert rows["none"]["dcbm_overhead_us_per_folio"] is None
+    text = "\n".join(br.text_tables(s))
+    assert "100 folios, 400 descriptors: 100.0 us/folio, 12500 ns/descriptor submitted, waiting 80%" \
+        in text
