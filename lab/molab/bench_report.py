@@ -386,6 +386,12 @@ def profile_rows(records, memcpy_gbps=None):
         # the transfers, and per descriptor submitted.
         dfol, ddesc = tot("dcbm_folios"), tot("dcbm_descriptors")
         over = tot("dcbm_plan_ns") + tot("dcbm_submit_ns") + tot("dcbm_teardown_ns")
+        # mtcopy's helpers: queued per batch, and the share that ran
+        # before the mover had taken their chunks itself.
+        hq, hr = tot("helpers_queued"), tot("helpers_ran")
+        row.update(helpers_queued=hq, helpers_ran=hr,
+                   helpers_per_batch=hq / row["batches"] if row["batches"] else None,
+                   helpers_ran_share=hr / hq if hq else None)
         row.update(dcbm_folios=dfol, dcbm_descriptors=ddesc,
                    dcbm_overhead_us_per_folio=over / dfol / 1e3 if dfol else None,
                    dcbm_submit_ns_per_descriptor=(tot("dcbm_submit_ns") / ddesc
@@ -425,6 +431,15 @@ def _profile_lines(summary):
                      f"{_f(r['free_copy_bound'], '{:.2f}'):>6} "
                      f"{_f(r['engine_share_of_batch_copy'], pct):>6} "
                      f"{_f(r['traced_gbps'], '{:.3f}'):>11}{flag}")
+    mt = [r for r in prof if str(r["config"]).startswith("mtcopy")]
+    if mt:
+        lines.append("mtcopy's helpers (workqueue events of mtcopy_work_fn): queued per batch, "
+                     "and the share that ran before the mover had taken their chunks itself")
+        for r in mt:
+            lines.append(f"  {r['config']:<10} {str(r['folio_kb']) + 'K':>6} "
+                         f"{r['helpers_queued']} queued in {r['batches']} batches "
+                         f"({_f(r['helpers_per_batch'], '{:.2f}')} per batch), "
+                         f"{_f(r['helpers_ran_share'], '{:.0%}')} ran")
     dc = [r for r in prof if r.get("dcbm_folios")]
     if dc:
         lines.append("dcbm's own steps (dcbm_batch): CPU time per folio outside the transfers "

@@ -292,6 +292,21 @@ def test_profile_sums_dcbms_own_steps_inside_the_move(tmp_path):
 
 
 @_pytest.mark.skipif(not _BB, reason="busybox not installed")
+def test_profile_counts_mtcopys_helpers_queued_and_ran(tmp_path):
+    q = _ev("workqueue_queue_work", "work struct=0000 function=mtcopy_work_fn workqueue=mtcopy "
+            "req_cpu=1 cpu=1")
+    ran = (" kworker/1:1H-77 [001] ..... 1.000000: workqueue_execute_start: work struct 0000: "
+           "function mtcopy_work_fn\n")
+    # two queued in the move, one ran; one queued before the begin marker
+    trace = _good_trace(q + q + ran).replace(
+        _ev("tracing_mark_write", "mo_bench: move begin"),
+        q + _ev("tracing_mark_write", "mo_bench: move begin"))
+    failed, rec, lines = _profile(tmp_path, trace, _TPUT)
+    assert failed == 0, lines
+    assert rec["helpers_queued"] == 2 and rec["helpers_ran"] == 1
+
+
+@_pytest.mark.skipif(not _BB, reason="busybox not installed")
 @_pytest.mark.parametrize("trace,tput,why", [
     (_HDR, _TPUT, "markers 0"),                                  # nothing traced
     (_good_trace().replace("pages=256 unmap", "pages=128 unmap"), _TPUT, "cover 128 of 256"),

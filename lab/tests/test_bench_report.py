@@ -573,3 +573,12 @@ def test_profile_dcbm_overhead_per_folio_and_descriptor():
     text = "\n".join(br.text_tables(s))
     assert "100 folios, 400 descriptors: 100.0 us/folio, 12500 ns/descriptor submitted, waiting 80%" \
         in text
+
+
+def test_profile_mtcopy_helpers_per_batch_and_share_that_ran():
+    s = br.summarize([prof(0, "mtcopy-2", 16, helpers_queued=8, helpers_ran=6),
+                      prof(1, "mtcopy-2", 16, helpers_queued=0, helpers_ran=0)])
+    r = s["profile"][0]
+    assert r["helpers_queued"] == 8 and r["batches"] == 4
+    assert r["helpers_per_batch"] == 2 and r["helpers_ran_share"] == 0.75
+    assert "8 queued in 4 batches (2.00 per batch), 75% ran" in "\n".join(br.text_tables(s))
