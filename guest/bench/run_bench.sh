@@ -483,26 +483,29 @@ profile_one() {
 	_dbe=$TR/events/dcbm/dcbm_batch/enable
 	[ -e $_dbe ] && echo 1 > $_dbe
 	# mtcopy's helpers: queued by the mover, and how many ran before it
-	# had taken their chunks itself (the filter needs mtcopy loaded).
-	_wqe=
-	for _w in workqueue_queue_work workqueue_execute_start; do
-		[ -e $TR/events/workqueue/$_w/enable ] || continue
+	# had taken their chunks itself. Both events or neither (the filters
+	# need mtcopy loaded): one alone would read as "no helpers".
+	_wqe="workqueue_queue_work workqueue_execute_start" _wqt=1
+	for _w in $_wqe; do
 		echo 'function.function == mtcopy_work_fn' > $TR/events/workqueue/$_w/filter 2>/dev/null ||
-			continue
-		echo 1 > $TR/events/workqueue/$_w/enable && _wqe="$_wqe $_w"
+			_wqt=0
 	done
+	if [ $_wqt = 1 ]; then
+		for _w in $_wqe; do echo 1 > $TR/events/workqueue/$_w/enable; done
+	fi
 	"$MB" tput --size "$SIZE" --from 0 --to "$TO1" --folio "$2" --reps 1 \
 		--first-rep "$REPS" --config "$1" > "$WORK/prof.jsonl" 2> "$WORK/prof.err"
 	_rc=$?
 	for _e in $PEVS; do echo 0 > $TR/events/migrate/$_e/enable; done
 	[ -e $_dbe ] && echo 0 > $_dbe
 	for _w in $_wqe; do
-		echo 0 > $TR/events/workqueue/$_w/enable
-		echo 0 > $TR/events/workqueue/$_w/filter
+		echo 0 > $TR/events/workqueue/$_w/enable 2>/dev/null
+		echo 0 > $TR/events/workqueue/$_w/filter 2>/dev/null
 	done
 	_lost=$(awk '/^# entries-in-buffer/ { split($3, a, "/"); print a[2] - a[1] }' $TR/trace)
 	# the mover's events, and the helpers' starts (in their kworkers)
-	grep -e " mo_bench-[0-9]* " -e "workqueue_execute_start:" $TR/trace > "$WORK/prof.trace"
+	grep -e " mo_bench-[0-9]* " -e "workqueue_execute_start: .*function mtcopy_work_fn" \
+		$TR/trace > "$WORK/prof.trace"
 	_tp=$(grep '"mode":"tput"' "$WORK/prof.jsonl" | head -1)
 	_gb=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "gbps"); print v == "" ? "null" : v }')
 	_sec=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "seconds"); print v == "" ? "null" : v }')
@@ -511,7 +514,7 @@ profile_one() {
 	_ver=$(echo "$_tp" | awk "$AWK_JV"'{ v = jv($0, "verified"); print v == "" ? "false" : v }')
 	[ "$_rc" = 0 ] || _ver=false
 	[ "$_ver" = true ] || { FAILED=$((FAILED + 1)); echo "# $1 profile ${2}K: data NOT verified (exit $_rc)"; sed 's/^/#   /' "$WORK/prof.err" | head -5; }
-	awk -v conf="$1" -v eng="$ENGINE" -v kb="$2" -v size=$((SIZE * 1048576)) \
+	awk -v conf="$1" -v eng="$ENGINE" -v kb="$2" -v size=$((SIZE * 1048576)) -v wqt=$_wqt \
 	    -v lost="${_lost:-null}" -v gb="$_gb" -v sec="$_sec" -v ver="$_ver" '
 	function f(name,   i) {
 		for (i = 1; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2) + 0
@@ -525,8 +528,9 @@ profile_one() {
 	/mm_migrate_folio_copy:/ { nf++; fp += f("pages"); fn += f("ns") }
 	/mm_migrate_batch_copy:/ { nc++; bn += f("ns"); be += f("engine_ns")
 		bp += f("engine_pages") + f("cpu_pages"); ep += f("engine_pages") }
-	/workqueue_queue_work:/ { hq++ }
-	/workqueue_execute_start:/ { hr++ }
+	# a helper the mover queued ("work struct=P"), started ("work struct P:")
+	/workqueue_queue_work:/ { if (match($0, /work struct=[^ ]*/)) { q[substr($0, RSTART + 12, RLENGTH - 12)] = 1; hq++ } }
+	/workqueue_execute_start:/ { if (match($0, /work struct [^ :]*/) && (substr($0, RSTART + 12, RLENGTH - 12) in q)) hr++ }
 	/dcbm_batch:/ { db++; df += f("folios"); dd += f("descriptors"); dpl += f("plan_ns")
 		dsu += f("submit_ns"); dwa += f("wait_ns"); dte += f("teardown_ns") }
 	END {
@@ -535,7 +539,8 @@ profile_one() {
 		printf "\"folio_copies\":%d,\"folio_copy_pages\":%d,\"folio_copy_ns\":%.0f,", nf, fp, fn
 		printf "\"batch_copies\":%d,\"batch_copy_pages\":%d,\"engine_pages\":%d,\"batch_copy_ns\":%.0f,\"engine_ns\":%.0f,", nc, bp, ep, bn, be
 		printf "\"dcbm_batches\":%d,\"dcbm_folios\":%d,\"dcbm_descriptors\":%d,\"dcbm_plan_ns\":%.0f,\"dcbm_submit_ns\":%.0f,\"dcbm_wait_ns\":%.0f,\"dcbm_teardown_ns\":%.0f,", db, df, dd, dpl, dsu, dwa, dte
-		printf "\"helpers_queued\":%d,\"helpers_ran\":%d,", hq, hr
+		if (wqt) printf "\"helpers_queued\":%d,\"helpers_ran\":%d,", hq, hr
+		else printf "\"helpers_queued\":null,\"helpers_ran\":null,"
 		printf "\"lost_events\":%s,\"traced_gbps\":%s,\"verified\":%s}\n", lost, gb, ver
 	}' "$WORK/prof.trace" > "$WORK/prof.line"
 	cat "$WORK/prof.line" >> "$J"

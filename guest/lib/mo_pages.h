@@ -165,16 +165,22 @@ static pid_t mo_saved_pid;
 /* Called first by restore_settings(), e.g. to stop a helper process. */
 static void (*mo_before_restore)(void);
 
-/* Async-signal-safe (open, write, close). */
+/*
+ * Async-signal-safe (open, write, close). Written before it is dropped: a
+ * signal that interrupts the atexit call writes the same value again
+ * rather than skip it.
+ */
 static inline void restore_settings(void)
 {
+	/* The hook decides for itself (mo_bench's hog: its own pid or 0). */
 	if (mo_before_restore)
 		mo_before_restore();
 	if (getpid() != mo_saved_pid)
 		return;
 	while (mo_nr_saved > 0) {
+		write_file(mo_saved[mo_nr_saved - 1].path,
+			   mo_saved[mo_nr_saved - 1].val);
 		mo_nr_saved--;
-		write_file(mo_saved[mo_nr_saved].path, mo_saved[mo_nr_saved].val);
 	}
 }
 
@@ -234,6 +240,9 @@ static inline int set_setting(const char *path, const char *val)
 {
 	int i, ret;
 
+	/* A forked child records its own: the parent's are the parent's. */
+	if (mo_nr_saved && mo_saved_pid != getpid())
+		mo_nr_saved = 0;
 	for (i = 0; i < mo_nr_saved; i++)
 		if (!strcmp(mo_saved[i].path, path))
 			return write_file(path, val);

@@ -26,9 +26,14 @@ window_start() {
 	echo 0 > $TR/tracing_on
 	echo > $TR/trace
 	snap $W/before
-	echo 1 > $EVM/enable
+	# batch events first: a migration whose mm_migrate_pages event is in
+	# the window must have its batch event there too
 	[ $HAVE_EVB = yes ] && echo 1 > $EVB/enable
+	echo 1 > $EVM/enable
 	echo 1 > $TR/tracing_on
+	# a batch copy under way as the events came on is counted before
+	# before_in, not after it
+	usleep 500000 2>/dev/null || sleep 1
 	snap $W/before_in
 }
 # window_end: OVERRUN holds the events the trace buffer lost.
@@ -100,7 +105,8 @@ batch_checks() {
 	_fb=$(delta $W/before $W/after pgmigrate_batch_fallback)
 	# Copies thrown away (a folio that failed after its batch copy and was
 	# copied again per folio) do not count as the batch path taken.
-	_wa=$(delta $W/before $W/after pgmigrate_batch_wasted) || _wa=$_cp
+	# wasted copies are subtracted from an "at least": count them inside
+	_wa=$(delta $W/before_in $W/after_in pgmigrate_batch_wasted) || _wa=$_cp
 	if [ $_e = none ]; then
 		mrow $_e $_r on "$_mig" "$(bce pages "$_sel")" 0 "$(bce cpu_pages "$_sel")"
 		t_diag "$_s: $_mig pages migrated (reason $_r), batch copied $_cp, $(bce n 1) batch events"

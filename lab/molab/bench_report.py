@@ -388,9 +388,13 @@ def profile_rows(records, memcpy_gbps=None):
         over = tot("dcbm_plan_ns") + tot("dcbm_submit_ns") + tot("dcbm_teardown_ns")
         # mtcopy's helpers: queued per batch, and the share that ran
         # before the mover had taken their chunks itself.
-        hq, hr = tot("helpers_queued"), tot("helpers_ran")
+        # Not traced (no workqueue events: null in the record) is not 0.
+        traced = [r for r in rs if isinstance(r.get("helpers_queued"), int)]
+        hq = sum(r["helpers_queued"] for r in traced) if traced else None
+        hr = sum(r.get("helpers_ran") or 0 for r in traced) if traced else None
+        nbc = sum(r.get("batch_copies") or 0 for r in traced)
         row.update(helpers_queued=hq, helpers_ran=hr,
-                   helpers_per_batch=hq / row["batches"] if row["batches"] else None,
+                   helpers_per_batch=hq / nbc if traced and nbc else None,
                    helpers_ran_share=hr / hq if hq else None)
         row.update(dcbm_folios=dfol, dcbm_descriptors=ddesc,
                    dcbm_overhead_us_per_folio=over / dfol / 1e3 if dfol else None,
@@ -436,9 +440,12 @@ def _profile_lines(summary):
         lines.append("mtcopy's helpers (workqueue events of mtcopy_work_fn): queued per batch, "
                      "and the share that ran before the mover had taken their chunks itself")
         for r in mt:
+            if r["helpers_queued"] is None:
+                lines.append(f"  {r['config']:<10} {str(r['folio_kb']) + 'K':>6} not traced")
+                continue
             lines.append(f"  {r['config']:<10} {str(r['folio_kb']) + 'K':>6} "
-                         f"{r['helpers_queued']} queued in {r['batches']} batches "
-                         f"({_f(r['helpers_per_batch'], '{:.2f}')} per batch), "
+                         f"{r['helpers_queued']} queued, "
+                         f"{_f(r['helpers_per_batch'], '{:.2f}')} per batch copy, "
                          f"{_f(r['helpers_ran_share'], '{:.0%}')} ran")
     dc = [r for r in prof if r.get("dcbm_folios")]
     if dc:

@@ -212,7 +212,7 @@ import pytest as _pytest
 _BB = _shutil.which("busybox")
 
 
-def _profile(tmp_path, trace, tput):
+def _profile(tmp_path, trace, tput, workqueue=False):
     """Run profile_one from run_bench.sh under busybox sh against a stub
     tracefs whose trace file is ``trace`` and a stub mo_bench printing
     ``tput``; returns (FAILED, the profile line, the human lines)."""
@@ -224,6 +224,11 @@ def _profile(tmp_path, trace, tput):
     for ev in ("mm_migrate_batch_phases", "mm_migrate_folio_copy", "mm_migrate_batch_copy"):
         (tr / "events/migrate" / ev).mkdir(parents=True)
         (tr / "events/migrate" / ev / "enable").write_text("0")
+    if workqueue:   # mtcopy loaded: the function filters can be set
+        for ev in ("workqueue_queue_work", "workqueue_execute_start"):
+            (tr / "events/workqueue" / ev).mkdir(parents=True)
+            for f in ("enable", "filter"):
+                (tr / "events/workqueue" / ev / f).write_text("0")
     (tmp_path / "mb").write_text(f"#!/bin/sh\ncp {tmp_path}/trace.in {tr}/trace\necho '{tput}'\n")
     (tmp_path / "mb").chmod(0o755)
     (tmp_path / "trace.in").write_text(trace)
@@ -293,17 +298,25 @@ def test_profile_sums_dcbms_own_steps_inside_the_move(tmp_path):
 
 @_pytest.mark.skipif(not _BB, reason="busybox not installed")
 def test_profile_counts_mtcopys_helpers_queued_and_ran(tmp_path):
-    q = _ev("workqueue_queue_work", "work struct=0000 function=mtcopy_work_fn workqueue=mtcopy "
-            "req_cpu=1 cpu=1")
-    ran = (" kworker/1:1H-77 [001] ..... 1.000000: workqueue_execute_start: work struct 0000: "
-           "function mtcopy_work_fn\n")
-    # two queued in the move, one ran; one queued before the begin marker
-    trace = _good_trace(q + q + ran).replace(
+    def q(p):
+        return _ev("workqueue_queue_work", f"work struct={p} function=mtcopy_work_fn "
+                   "workqueue=mtcopy req_cpu=1 cpu=1")
+
+    def ran(p, fn="mtcopy_work_fn"):
+        return (f" kworker/1:1H-77 [001] ..... 1.000000: workqueue_execute_start: work struct "
+                f"{p}: function {fn}\n")
+    # two queued in the move, one ran; one queued before the begin marker;
+    # another task's helper (not queued by mo_bench) and other work ran too
+    trace = _good_trace(q("00a1") + q("00a2") + ran("00a1") + ran("00ff")
+                        + ran("00a2", "vmstat_update")).replace(
         _ev("tracing_mark_write", "mo_bench: move begin"),
-        q + _ev("tracing_mark_write", "mo_bench: move begin"))
-    failed, rec, lines = _profile(tmp_path, trace, _TPUT)
+        q("00a0") + _ev("tracing_mark_write", "mo_bench: move begin"))
+    failed, rec, lines = _profile(tmp_path, trace, _TPUT, workqueue=True)
     assert failed == 0, lines
     assert rec["helpers_queued"] == 2 and rec["helpers_ran"] == 1
+    # without the workqueue events (mtcopy not loaded): not traced, not 0
+    failed, rec, lines = _profile(tmp_path / "no", trace, _TPUT)
+    assert rec["helpers_queued"] is None and rec["helpers_ran"] is None
 
 
 @_pytest.mark.skipif(not _BB, reason="busybox not installed")

@@ -576,9 +576,15 @@ def test_profile_dcbm_overhead_per_folio_and_descriptor():
 
 
 def test_profile_mtcopy_helpers_per_batch_and_share_that_ran():
-    s = br.summarize([prof(0, "mtcopy-2", 16, helpers_queued=8, helpers_ran=6),
-                      prof(1, "mtcopy-2", 16, helpers_queued=0, helpers_ran=0)])
-    r = s["profile"][0]
-    assert r["helpers_queued"] == 8 and r["batches"] == 4
-    assert r["helpers_per_batch"] == 2 and r["helpers_ran_share"] == 0.75
-    assert "8 queued in 4 batches (2.00 per batch), 75% ran" in "\n".join(br.text_tables(s))
+    s = br.summarize([prof(0, "mtcopy-2", 16, helpers_queued=8, helpers_ran=6, batch_copies=2),
+                      prof(1, "mtcopy-2", 16, helpers_queued=0, helpers_ran=0, batch_copies=2),
+                      prof(0, "mtcopy-1", 16, helpers_queued=None, helpers_ran=None)])
+    rows = {r["config"]: r for r in s["profile"]}
+    r = rows["mtcopy-2"]
+    assert r["helpers_queued"] == 8 and r["helpers_per_batch"] == 2
+    assert r["helpers_ran_share"] == 0.75
+    text = "\n".join(br.text_tables(s))
+    assert "8 queued, 2.00 per batch copy, 75% ran" in text
+    # not traced reads as such, never as "0 queued"
+    assert rows["mtcopy-1"]["helpers_queued"] is None
+    assert "mtcopy-1      16K not traced" in text

@@ -202,9 +202,11 @@ def _window(tmp_path, engine_pages, engine="dcbm", copied=512, lost=0, wasted=0,
     (tmp_path / "after").write_text(f"pgmigrate_batch_copied {copied}\n"
                                     f"pgmigrate_batch_fallback {512 - engine_pages}\n"
                                     f"pgmigrate_batch_wasted {wasted}\n")
-    # the inner window (events' window): no copy, unless asked
-    (tmp_path / "before_in").write_text("pgmigrate_batch_copied 0\n")
-    (tmp_path / "after_in").write_text(f"pgmigrate_batch_copied {copied_in or 0}\n")
+    # the inner window (events' window): as the outer unless asked
+    (tmp_path / "before_in").write_text("pgmigrate_batch_copied 0\npgmigrate_batch_wasted 0\n")
+    (tmp_path / "after_in").write_text(
+        f"pgmigrate_batch_copied {copied if copied_in is None else copied_in}\n"
+        f"pgmigrate_batch_wasted {wasted}\n")
     script = (f". {MO_LIB}\nW={tmp_path}\nHAVE_EVB=yes\nOVERRUN=0\n. {WINDOW}\n"
               + (f"WIN_PID={pid}\n" if pid else "") + (f"WIN_COMM={comm}\n" if comm else "") +
               "batch_checks dcbm demotion demotion\nt_done\n")
