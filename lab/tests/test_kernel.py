@@ -83,3 +83,17 @@ def test_kasan_flavour_is_debug_with_kasan():
     assert merged["CONFIG_KASAN"] == "y" and merged["CONFIG_PROVE_LOCKING"] == "y"
     assert "CONFIG_KASAN" not in kconfig.merge(
         kconfig.parse_file(p) for p in kernel.fragments("patched", "debug"))
+
+
+def test_undefined_symbols_are_those_no_kconfig_defines(tmp_path):
+    import subprocess
+    from lab.molab import kernel
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "drivers" / "Kconfig").write_text(
+        "config SWDMA\n\ttristate \"x\"\nmenuconfig DMADEVICES\n\tbool \"y\"\n"
+        "config SWDMA_EXTRA\n\tbool \"z\"\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
+    got = kernel.undefined_symbols(tmp_path, {"CONFIG_SWDMA", "CONFIG_DMADEVICES",
+                                              "CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_SWDM"})
+    assert got == {"CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_SWDM"}
