@@ -50,6 +50,7 @@ engine_set() { echo "$1" > "$MO/engine"; }
 param() { cat "/sys/module/$1/parameters/$2"; }
 # param_rejects MODULE PARAM VALUE: the write fails and the value stays.
 param_rejects() {
+	[ -e "/sys/module/$1/parameters/$2" ] || { t_diag "no $1.$2"; return 1; }
 	_old=$(param "$1" "$2")
 	if printf '%s' "$3" > "/sys/module/$1/parameters/$2" 2>/dev/null; then
 		t_diag "$1.$2 accepted '$3'"
@@ -93,3 +94,21 @@ for _a in "$@"; do
 	MO_[A-Z]*=*) export "$_a" ;;
 	esac
 done
+
+# dcbm_trace_on, then dcbm_trace_off FILE: the dcbm:dcbm_batch events in
+# between (one per batch dcbm got channels for) go to FILE, one per line:
+# "folios=.. bytes=.. runs=.. descriptors=.. ...". Fails without the event.
+DCBM_EV=/sys/kernel/tracing/events/dcbm/dcbm_batch
+dcbm_trace_on() {
+	[ -e /sys/kernel/tracing/trace ] || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	[ -e $DCBM_EV/enable ] || return 1
+	echo 1 > /sys/kernel/tracing/tracing_on
+	echo > /sys/kernel/tracing/trace && echo 1 > $DCBM_EV/enable
+}
+dcbm_trace_off() {
+	echo 0 > $DCBM_EV/enable 2>/dev/null
+	grep -o 'dcbm_batch: .*' /sys/kernel/tracing/trace | sed 's/^dcbm_batch: //' > "$1"
+}
+# dcbm_batches FILE PATTERN: how many of FILE's events match PATTERN
+# (e.g. "folios=1 bytes=2097152 runs=4 descriptors=32 ").
+dcbm_batches() { grep -c -e "$2" "$1"; }
