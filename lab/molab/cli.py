@@ -39,6 +39,9 @@ DEBUG_CMDLINE = ("movablecore=40%", "cma=256M@2G-3G", "init_on_free=1")
 # swdma's channels set at boot, and mtcopy_cpus with CPU 2 isolated (the
 # main boot runs it without isolation: each boot checks its own case).
 BUILTIN_SUITES = ("kunit", "engine_integrity", "mtcopy_cpus")
+# dcbm's own KUnit suite runs at boot only where dcbm is built in (as a
+# module it would run at every load, in the middle of the suites).
+BUILTIN_KUNIT_SUITES = (*KUNIT_SUITES, "dcbm_plan")
 BUILTIN_CMDLINE = ["swdma.nr_chans=4", "isolcpus=2"]
 
 
@@ -307,7 +310,7 @@ def cmd_test(a):
             spec = _boot_spec(a, kbb, list(BUILTIN_SUITES), "", "test", smp=TEST_SMP)
             spec.label = f"{a.label or 'test'}-builtin"
             spec.cmdline_extra += BUILTIN_CMDLINE
-            spec.kunit_suites = KUNIT_SUITES
+            spec.kunit_suites = BUILTIN_KUNIT_SUITES
             spec.require_debug = True
             boots.append(("engines built in", qemu.boot(spec)))
     say("== results")
