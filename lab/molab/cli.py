@@ -294,7 +294,7 @@ def cmd_test(a):
     with timer.step("boot+tests"):
         say("== boot + tests")
         spec = _boot_spec(a, kb, suites, "", a.label or "test", smp=TEST_SMP)
-        spec.kunit_suites = KUNIT_SUITES
+        spec.kunit_suites = BUILTIN_KUNIT_SUITES if a.flavour == "builtin" else KUNIT_SUITES
         spec.require_debug = a.flavour in DEBUG_FLAVOURS
         res = qemu.boot(spec)
     boots = [("engines as modules", res)]
