@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 TS_RE = re.compile(r"\[\s*\d+\.\d+\](?:\[\s*[TC]\d+\])? ?")
 MARKER_RE = re.compile(r"@@MO-(FILE-BEGIN|FILE-END|BEGIN|END|STATE|DONE)\b[ \t]*(.*)$")
 RELEASE_RE = re.compile(r"\bLinux version (\S+)")
+# init.sh puts back the THP settings a suite left changed, and says so: the
+# next suite would otherwise run with the folio sizes of the last one.
+LEFT_RE = re.compile(r"molab guest: (\S+) left (\S+) at (\S+) \(boot: (\S+)\): put back")
 
 # The known QEMU fault: an int3 trap on text being patched under multi-threaded
 # TCG. Only the oops line itself, nothing around it.
@@ -295,6 +298,12 @@ class ConsoleScanner:
             if self._block is not None:
                 self._block.kernel_lines.append(msg)
 
+        left = LEFT_RE.search(guest)
+        if left:
+            self.protocol_errors.append(
+                f"line {self.line_no}: suite {left.group(1)} left {left.group(2)} at "
+                f"{left.group(3)} (boot: {left.group(4)}): a suite must put back the "
+                f"settings it changes")
         if m:
             events.extend(self._marker(m.group(1), m.group(2).strip(), guest[:m.start()]))
         elif self._file is not None:

@@ -299,3 +299,27 @@ def test_window_batch_checks_count_copies_under_way_at_the_edges(tmp_path):
     # and fail when the outer window falls short
     r = _window(tmp_path, 512, copied=511, copied_in=512)
     assert r.returncode != 0 and "not ok" in r.stdout, r.stdout
+
+
+def test_thp_save_and_load_put_back_every_setting(tmp_path):
+    """mo_lib's thp_save/thp_load (dcbm_chans' two concurrent movers):
+    whatever the programs in between wrote, the saved choices come back."""
+    thp = tmp_path / "thp"
+    files = {"enabled": "always [madvise] never", "shmem_enabled": "always [never]",
+             "hugepages-64kB/enabled": "always inherit madvise [never]",
+             "hugepages-2048kB/enabled": "always [inherit] madvise never"}
+    for name, text in files.items():
+        (thp / name).parent.mkdir(parents=True, exist_ok=True)
+        (thp / name).write_text(text + "\n")
+    lib = ROOT / "guest/lib/mo_lib.sh"
+    script = (f'. {lib}\n_s=$(thp_save)\n'
+              f'echo "always [never]" > {thp}/shmem_enabled\n'   # a bare word is what sysfs takes
+              f'echo always > {thp}/hugepages-2048kB/enabled\n'
+              'thp_load "$_s"\n')
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                       env={"THP_DIR": str(thp), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert (thp / "shmem_enabled").read_text() == "never\n"
+    assert (thp / "hugepages-2048kB/enabled").read_text() == "inherit\n"
+    assert (thp / "hugepages-64kB/enabled").read_text() == "never\n"
+    assert (thp / "enabled").read_text() == "madvise\n"

@@ -332,6 +332,19 @@ def test_a_skipped_kunit_case_fails():
     assert s.status == "FAIL" and "register_unregister" in s.reason, s.reason
 
 
+def test_a_suite_that_left_a_setting_changed_fails():
+    log = ("[ 0.0] Linux\n@@MO-BEGIN s\n1..1\nok 1 a\n@@MO-END s rc=0 t=1\n"
+           "molab guest: s left /sys/kernel/mm/transparent_hugepage/shmem_enabled at always "
+           "(boot: never): put back\n@@MO-DONE\n")
+    summ = results.summarize(console.scan_text(log), ["s"])
+    assert summ.suites[0].status == "PASS"
+    assert not summ.ok and any("suite s left" in p and "shmem_enabled at always" in p
+                               for p in summ.protocol), summ.protocol
+    # without the line, no protocol problem
+    summ = results.summarize(console.scan_text(log.replace("molab guest: s left", "x")), ["s"])
+    assert summ.protocol == []
+
+
 def test_a_suite_that_ran_twice_fails():
     block = "@@MO-BEGIN s\n1..1\n{r} 1 a\n@@MO-END s rc={rc} t=1\n"
     log = ("[ 0.0] Linux\n" + block.format(r="not ok", rc=1) + block.format(r="ok", rc=0)
