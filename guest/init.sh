@@ -56,17 +56,11 @@ state() {	# state PHASE [KMEMLEAK]
 		"debug_locks=${dl:--} kmemleak=${2:--}"
 }
 
-# The THP settings ("FILE CHOICE" lines) of $THP: each suite starts from the
-# boot's. A suite killed mid-run, or concurrent programs that put back what
-# they saw in the wrong order, must not hand their folio sizes to the next
-# suite (hmm-tests failed on a 64K mTHP an earlier suite left on).
-THP=${THP:-/sys/kernel/mm/transparent_hugepage}
-thp_state() {
-	for f in "$THP"/enabled "$THP"/defrag "$THP"/shmem_enabled \
-		 "$THP"/hugepages-*/enabled "$THP"/hugepages-*/shmem_enabled; do
-		[ -r "$f" ] && echo "$f $(sed -n 's/.*\[\(.*\)\].*/\1/p' "$f")"
-	done
-}
+# Each suite starts from the boot's THP settings (thp_state). A suite killed
+# mid-run, or concurrent programs that put back what they saw in the wrong
+# order, must not hand their folio sizes to the next suite (hmm-tests failed
+# on a 64K mTHP an earlier suite left on).
+. /opt/mo/lib/mo_thp.sh
 # thp_restore SUITE: put back what SUITE changed, saying what it was.
 thp_restore() {
 	thp_state | while read -r f v; do

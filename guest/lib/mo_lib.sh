@@ -112,16 +112,3 @@ dcbm_trace_off() {
 # dcbm_batches FILE PATTERN: how many of FILE's events match PATTERN
 # (e.g. "folios=1 bytes=2097152 runs=4 descriptors=32 ").
 dcbm_batches() { grep -c -e "$2" "$1"; }
-
-# thp_save prints the THP settings ("FILE CHOICE" lines, as init.sh's
-# thp_state); thp_load SAVED writes them back. For a suite that runs
-# programs changing them at once: each puts back what it found, which may
-# be the other's change (init.sh then reports the suite as leaving it).
-THP_DIR=${THP_DIR:-/sys/kernel/mm/transparent_hugepage}
-thp_save() {
-	for _f in $THP_DIR/enabled $THP_DIR/defrag $THP_DIR/shmem_enabled \
-		  $THP_DIR/hugepages-*/enabled $THP_DIR/hugepages-*/shmem_enabled; do
-		[ -r "$_f" ] && echo "$_f $(sed -n 's/.*\[\(.*\)\].*/\1/p' "$_f")"
-	done
-}
-thp_load() { echo "$1" | while read -r _f _v; do [ -z "$_v" ] || echo "$_v" > "$_f"; done; }

@@ -231,8 +231,12 @@ def test_window_batch_checks_pass_and_fail(tmp_path):
         assert r.returncode != 0 and "not ok" in r.stdout, (kw, r.stdout)
 
 
-@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
-def test_thp_settings_put_back_after_each_suite(tmp_path):
+THP_LIB = ROOT / "guest" / "lib" / "mo_thp.sh"
+
+
+def _thp_run(tmp_path, script):
+    """A fake THP sysfs directory (boot choices bracketed), and SCRIPT run
+    against it by busybox sh after guest/lib/mo_thp.sh."""
     thp = tmp_path / "thp"
     files = {"enabled": "always [madvise] never", "shmem_enabled": "always [never] deny",
              "hugepages-64kB/enabled": "always inherit madvise [never]",
@@ -240,15 +244,21 @@ def test_thp_settings_put_back_after_each_suite(tmp_path):
     for name, text in files.items():
         (thp / name).parent.mkdir(parents=True, exist_ok=True)
         (thp / name).write_text(text + "\n")
-    # a suite turns 64K and 2M on; sysfs would show the new choice bracketed
-    script = (function("thp_state") + function("thp_restore") +
-              'THP0=$(thp_state)\n'
-              f'echo "[always] inherit madvise never" > {thp}/hugepages-64kB/enabled\n'
-              f'echo "[always] inherit madvise never" > {thp}/hugepages-2048kB/enabled\n'
-              'thp_restore tiering\n')
-    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+    r = subprocess.run([BUSYBOX, "sh", "-c", f". {THP_LIB}\n" + script.replace("{thp}", str(thp))],
+                       capture_output=True, text=True,
                        env={"THP": str(thp), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
+    return thp, r
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_thp_settings_put_back_after_each_suite(tmp_path):
+    # a suite turns 64K and 2M on; sysfs would show the new choice bracketed
+    thp, r = _thp_run(tmp_path, function("thp_restore") +
+                      'THP0=$(thp_state)\n'
+                      'echo "[always] inherit madvise never" > {thp}/hugepages-64kB/enabled\n'
+                      'echo "[always] inherit madvise never" > {thp}/hugepages-2048kB/enabled\n'
+                      'thp_restore tiering\n')
     assert r.stdout.splitlines() == [
         f"molab guest: tiering left {thp}/hugepages-2048kB/enabled at always (boot: inherit): "
         "put back",
@@ -301,24 +311,14 @@ def test_window_batch_checks_count_copies_under_way_at_the_edges(tmp_path):
     assert r.returncode != 0 and "not ok" in r.stdout, r.stdout
 
 
-def test_thp_save_and_load_put_back_every_setting(tmp_path):
-    """mo_lib's thp_save/thp_load (dcbm_chans' two concurrent movers):
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_thp_state_and_load_put_back_every_setting(tmp_path):
+    """mo_thp's thp_state/thp_load (dcbm_chans' two concurrent movers):
     whatever the programs in between wrote, the saved choices come back."""
-    thp = tmp_path / "thp"
-    files = {"enabled": "always [madvise] never", "shmem_enabled": "always [never]",
-             "hugepages-64kB/enabled": "always inherit madvise [never]",
-             "hugepages-2048kB/enabled": "always [inherit] madvise never"}
-    for name, text in files.items():
-        (thp / name).parent.mkdir(parents=True, exist_ok=True)
-        (thp / name).write_text(text + "\n")
-    lib = ROOT / "guest/lib/mo_lib.sh"
-    script = (f'. {lib}\n_s=$(thp_save)\n'
-              f'echo "always [never]" > {thp}/shmem_enabled\n'   # a bare word is what sysfs takes
-              f'echo always > {thp}/hugepages-2048kB/enabled\n'
-              'thp_load "$_s"\n')
-    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
-                       env={"THP_DIR": str(thp), "PATH": "/usr/bin:/bin"})
-    assert r.returncode == 0, r.stderr
+    thp, _ = _thp_run(tmp_path, '_s=$(thp_state)\n'
+                      'echo "always [never]" > {thp}/shmem_enabled\n'
+                      'echo always > {thp}/hugepages-2048kB/enabled\n'
+                      'thp_load "$_s"\n')
     assert (thp / "shmem_enabled").read_text() == "never\n"
     assert (thp / "hugepages-2048kB/enabled").read_text() == "inherit\n"
     assert (thp / "hugepages-64kB/enabled").read_text() == "never\n"
