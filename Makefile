@@ -12,7 +12,8 @@ KOPTS = $(call opt,KSRC,--ksrc) $(call opt,FLAVOUR,--flavour)
 VOPTS = $(call opt,VARIANT,--variant)
 BOPTS = $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) $(if $(V),--verbose)
 
-.PHONY: help tree export kernel initramfs boot test test-full check check-each bench unit
+.PHONY: help tree export kernel initramfs boot test test-full check check-each bench unit \
+	host-bench host-report deb test-kit
 .DEFAULT_GOAL := help
 
 help:
@@ -28,6 +29,10 @@ help:
 	@echo "make check-each         build the kernel at every patch (perf config; slow)"
 	@echo "make unit               host unit tests of the lab only"
 	@echo "make bench [QUICK=1] [ROUNDS=n] [BENCH_ARGS='MO_SIZE_MB=256 MO_REPS=5']  vanilla vs patched"
+	@echo "make deb [VARIANT=patched|vanilla] [LSMOD=file]  Debian packages from Debian's own config"
+	@echo "make test-kit            make deb, boot it, run the host runner in it, host-report"
+	@echo "make host-bench [BENCH_ARGS=...]  on a real NUMA/CXL machine, as root: the bench here"
+	@echo "make host-report [RUNS='dir ...']  merge host-bench results (vanilla + patched)"
 
 tree:
 	$(MOLAB) tree $(call opt,KSRC,--ksrc) $(if $(filter 1 yes y,$(RESET)),--reset)
@@ -65,6 +70,18 @@ unit:
 bench:
 	$(MOLAB) bench $(if $(filter 1 yes y,$(QUICK)),--quick) $(call opt,ROUNDS,--rounds) \
 		$(call opt,BENCH_ARGS,--args) $(call opt,KSRC,--ksrc)
+
+deb:
+	$(MOLAB) deb $(call opt,VARIANT,--variant) $(call opt,LSMOD,--lsmod) $(call opt,KSRC,--ksrc)
+
+test-kit:
+	$(MOLAB) kit-test
+
+host-bench:
+	$(MOLAB) host-bench $(call opt,BENCH_ARGS,--args)
+
+host-report:
+	$(MOLAB) host-report $(RUNS)
 
 # Unknown targets: one line, exit 2, like the CLI.
 Makefile: ;

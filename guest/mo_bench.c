@@ -8,6 +8,8 @@
  *   mo_bench memcpy     [opts]  user-space memcpy bandwidth (the ceiling)
  *   mo_bench compaction [opts]  hugepage allocation on a fragmented node
  *   mo_bench alias      [opts]  is the (emulated) machine's TLB direct-mapped?
+ *   mo_bench tiering    [opts]  kswapd demotes, NUMA balancing promotes, a
+ *                               task works on a moving hot set
  *
  * Every measurement is one JSON object on one line of stdout (flat keys);
  * messages go to stderr. Runs on the lab's VM and unchanged on a bare-metal
@@ -20,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -64,9 +67,9 @@
 #define NODE_DIR "/sys/devices/system/node"
 
 
-enum mode { M_TPUT, M_COUNT, M_LATENCY, M_MEMCPY, M_COMPACTION, M_ALIAS };
+enum mode { M_TPUT, M_COUNT, M_LATENCY, M_MEMCPY, M_COMPACTION, M_ALIAS, M_TIERING };
 static const char *const mode_names[] = {
-	"tput", "count", "latency", "memcpy", "compaction", "alias",
+	"tput", "count", "latency", "memcpy", "compaction", "alias", "tiering",
 };
 
 struct list {
@@ -90,9 +93,15 @@ static struct {
 	int threads;		/* memcpy: threads sharing the copy */
 	const char *json_out;
 	const char *config;
+	bool size_set;
+	int hot_pct;		/* tiering: share of the working set that is hot */
+	double seconds, warmup_s;
+	long leave_mb;		/* tiering: free memory left on the fast node */
+	int scan_ms, hot_ms;	/* tiering: NUMA balancing periods (0: as found) */
 } opt = {
 	.size_mb = 256, .from = 0, .to = 1, .reps = -1, .node = 1,
 	.fill_pct = 80, .huge = -1, .cpu = -1, .threads = 1,
+	.hot_pct = 25, .seconds = 20, .warmup_s = 5,
 };
 
 static size_t page_size;
@@ -181,11 +190,19 @@ static bool exists(const char *path)
  * after the compaction hog is stopped.
  */
 static volatile pid_t hog_pid;
+/* tiering --hog: one busy loop per CPU */
+#define MAX_HOGS 256
+static pid_t tier_hogs[MAX_HOGS];
+static volatile int nr_tier_hogs;
 
 static void kill_hog(void)
 {
+	int i;
+
 	if (hog_pid > 0)
 		kill(hog_pid, SIGKILL);
+	for (i = 0; i < nr_tier_hogs; i++)
+		kill(tier_hogs[i], SIGKILL);
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -1797,6 +1814,492 @@ static void run_compaction(void)
 		run_compaction_one(rep, cpu);
 }
 
+/* --------------------------------------------------------------- tiering */
+
+#define TIER_DIR "/sys/devices/virtual/memory_tiering"
+#ifndef MPOL_F_NUMA_BALANCING
+#define MPOL_F_NUMA_BALANCING (1 << 13)	/* 5.12 */
+#endif
+/* Is @node in a kernel node list such as "0-1,3"? */
+static bool in_nodelist(const char *list, int node)
+{
+	const char *p = list;
+	char *end;
+	long lo, hi;
+
+	while (*p) {
+		lo = strtol(p, &end, 10);
+		if (end == p)
+			return false;
+		hi = lo;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (node >= lo && node <= hi)
+			return true;
+		p = *end == ',' ? end + 1 : end;
+		if (*p == '\n')
+			break;
+	}
+	return false;
+}
+
+/* The memory tier (memory_tierX: X) of @node, -1 if it has none. */
+static int tier_of(int node)
+{
+	char path[160], buf[256];
+	int t;
+
+	/* tiers are numbered by abstract distance / 128: at most a few hundred */
+	for (t = 0; t < 4096; t++) {
+		snprintf(path, sizeof(path), TIER_DIR "/memory_tier%d/nodelist", t);
+		if (!read_file(path, buf, sizeof(buf)) && in_nodelist(buf, node))
+			return t;
+	}
+	return -1;
+}
+
+/* The CPU time (user + system, s) of the task called @comm, -1 if none. */
+static double task_cpu_s(const char *comm)
+{
+	static char cached[32];
+	static int pid = -1;
+	char path[64], buf[512], *p;
+	unsigned long long ut, st;
+
+	if (pid < 0 || strcmp(cached, comm)) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+
+		pid = -1;
+		snprintf(cached, sizeof(cached), "%s", comm);
+		while (d && (e = readdir(d))) {
+			int n = atoi(e->d_name);
+
+			if (n <= 0)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/comm", n);
+			if (!read_file(path, buf, sizeof(buf)) &&
+			    !strncmp(buf, comm, strlen(comm)) &&
+			    (buf[strlen(comm)] == '\n' || !buf[strlen(comm)])) {
+				pid = n;
+				break;
+			}
+		}
+		if (d)
+			closedir(d);
+		if (pid < 0)
+			return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	/* fields after "(comm)": state is field 3, utime 14, stime 15 */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return jiffies_s(ut + st);
+}
+
+static const char *const tier_keys[] = {
+	"pgdemote_kswapd", "pgdemote_direct", "pgdemote_khugepaged",
+	"pgpromote_success", "pgpromote_candidate", "numa_hint_faults",
+	"numa_pages_migrated", "pgmigrate_success", "pgmigrate_fail",
+	"pgmigrate_batch_copied", "pgmigrate_batch_fallback",
+};
+#define NR_TIER_KEYS (sizeof(tier_keys) / sizeof(tier_keys[0]))
+enum { TK_DEM_KSWAPD, TK_DEM_DIRECT, TK_DEM_KHUGE, TK_PROMOTED, TK_CANDIDATES,
+       TK_HINT, TK_NUMA_MIGRATED, TK_MIG_OK, TK_MIG_FAIL, TK_COPIED,
+       TK_FALLBACK };
+
+struct tier_snap {
+	long long v[NR_TIER_KEYS];
+	bool have[NR_TIER_KEYS];
+	double kswapd_s;
+	struct rusage ru;
+	long long t;
+};
+
+static void tier_snap_take(struct tier_snap *s, const char *kswapd)
+{
+	char line[256], name[128];
+	long long val;
+	FILE *f = fopen("/proc/vmstat", "r");
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%127s %lld", name, &val) != 2)
+			continue;
+		for (i = 0; i < NR_TIER_KEYS; i++)
+			if (!strcmp(name, tier_keys[i])) {
+				s->v[i] = val;
+				s->have[i] = true;
+			}
+	}
+	if (f)
+		fclose(f);
+	s->kswapd_s = task_cpu_s(kswapd);
+	getrusage(RUSAGE_SELF, &s->ru);
+	s->t = now_ns();
+}
+
+static long long tk(const struct tier_snap *a, const struct tier_snap *b, int k)
+{
+	return a->have[k] && b->have[k] ? b->v[k] - a->v[k] : 0;
+}
+
+static double tv_s(struct timeval t)
+{
+	return t.tv_sec + t.tv_usec / 1e6;
+}
+
+/*
+ * The working set and its hot window: page i holds the pattern of seed
+ * tier_seed(gen[i]); a touch checks every byte of the page against it, then
+ * rewrites the page with the next generation.
+ */
+struct tier_ws {
+	uint8_t *buf;
+	size_t n;		/* pages */
+	uint32_t *gen;
+	size_t hot, step;	/* pages in the hot window, and its shift per pass */
+	size_t start;		/* first page of the hot window */
+	unsigned long long touched, passes;
+	size_t bad;
+	void **query_pages;	/* the pages, for move_pages() queries */
+	int *query;
+};
+
+static uint64_t tier_seed(size_t page, uint32_t gen)
+{
+	return 0x7e1e5eedULL << 32 ^ (uint64_t)gen << 20 ^ page;
+}
+
+static void tier_touch(struct tier_ws *w, size_t i)
+{
+	uint8_t *p = w->buf + i * page_size;
+
+	w->bad += verify(p, i * page_size, page_size, tier_seed(i, w->gen[i]),
+			 w->bad ? NULL : "tiering");
+	w->gen[i]++;
+	fill(p, i * page_size, page_size, tier_seed(i, w->gen[i]));
+	w->touched++;
+}
+
+/*
+ * Touch the hot window until @until_ns, shifting it by w->step pages after
+ * each pass over it (the work done decides how fast data turns hot); every
+ * second (and at the end) add the share of the window on @fast to *@on_fast.
+ */
+static void tier_run(struct tier_ws *w, long long until_ns, int fast,
+		     double *on_fast, int *samples)
+{
+	long long next_sample = now_ns() + 1000000000LL;
+	size_t k;
+
+	for (;;) {
+		for (k = 0; k < w->hot; k++) {
+			tier_touch(w, (w->start + k) % w->n);
+			if ((k & 63) == 63 || k + 1 == w->hot) {
+				long long t = now_ns();
+
+				if (on_fast && t >= next_sample) {
+					size_t i, on = 0, m = 0;
+
+					for (i = 0; i < w->hot; i++)
+						w->query_pages[i] = w->buf + ((w->start + i) % w->n) * page_size;
+					if (!move_pages(0, w->hot, w->query_pages, NULL, w->query, 0)) {
+						for (i = 0; i < w->hot; i++) {
+							on += w->query[i] == fast;
+							m += w->query[i] >= 0;
+						}
+						if (m) {
+							*on_fast += 100.0 * on / m;
+							(*samples)++;
+						}
+					}
+					next_sample = t + 1000000000LL;
+				}
+				if (t >= until_ns)
+					return;
+			}
+		}
+		w->start = (w->start + w->step) % w->n;
+		w->passes++;
+	}
+}
+
+/* Pages of the working set per node: @fast, @slow tier, other, absent. */
+static void tier_where(struct tier_ws *w, int fast, int fast_tier, size_t out[4])
+{
+	int tiers[MAX_NODES];
+	size_t i, done;
+
+	memset(out, 0, 4 * sizeof(*out));
+	for (i = 0; i < MAX_NODES; i++)
+		tiers[i] = -2;
+	for (done = 0; done < w->n; done += w->hot) {
+		size_t cnt = w->n - done < w->hot ? w->n - done : w->hot;
+
+		for (i = 0; i < cnt; i++)
+			w->query_pages[i] = w->buf + (done + i) * page_size;
+		if (move_pages(0, cnt, w->query_pages, NULL, w->query, 0)) {
+			out[3] += cnt;
+			continue;
+		}
+		for (i = 0; i < cnt; i++) {
+			int nd = w->query[i];
+
+			if (nd < 0 || nd >= MAX_NODES) {
+				out[3]++;
+				continue;
+			}
+			if (tiers[nd] == -2)
+				tiers[nd] = tier_of(nd);
+			if (nd == fast)
+				out[0]++;
+			else if (tiers[nd] > fast_tier)
+				out[1]++;
+			else
+				out[2]++;
+		}
+	}
+}
+
+static void tier_hogs_start(void)
+{
+	struct hog_shared *sh;
+	int cpu, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		fatal(EXIT_USAGE, "mmap: %s", strerror(errno));
+	for (cpu = 0; cpu < ncpu && nr_tier_hogs < MAX_HOGS; cpu++)
+		tier_hogs[nr_tier_hogs++] = start_hog(cpu, sh);
+}
+
+static void tier_hogs_stop(void)
+{
+	while (nr_tier_hogs > 0) {
+		pid_t p = tier_hogs[--nr_tier_hogs];
+
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+	}
+}
+
+static void run_tiering_one(int rep)
+{
+	unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long)) + 1] = { 0 };
+	int fast = opt.from, fast_tier, slow = -1, n, cpu;
+	long kb = opt.folio_kb.v[0];
+	long long free_fast, free_slow = 0, ballast = 0;
+	char path[160], val[64], kswapd[32], why[256];
+	struct tier_snap a, b;
+	struct tier_ws w = { 0 };
+	struct json j;
+	size_t len, where[4];
+	double on_fast = 0, secs;
+	int samples = 0, policy_ok;
+	const char *policy = "bind+numa_balancing";
+	cpu_set_t set;
+	size_t i;
+
+	/* no balancing while the working set is placed */
+	set_setting("/proc/sys/kernel/numa_balancing", "0");
+	if (!node_has_memory(fast)) {
+		j_skipped(kb, 0, NULL, 0, "node %d has no memory", fast);
+		exit(EXIT_SKIP);
+	}
+	fast_tier = tier_of(fast);
+	for (n = 0; n < MAX_NODES && fast_tier >= 0; n++) {
+		int t = n == fast || !node_has_memory(n) ? -1 : tier_of(n);
+
+		if (t > fast_tier) {
+			free_slow += node_memfree(n);
+			if (slow < 0)
+				slow = n;
+		}
+	}
+	if (fast_tier < 0 || slow < 0) {
+		j_skipped(kb, 0, NULL, 0, "no memory tier below node %d's (%s: node %d in %s)",
+			  fast, TIER_DIR, fast, fast_tier < 0 ? "none" : "the lowest");
+		exit(EXIT_SKIP);
+	}
+	if (set_setting("/sys/kernel/mm/numa/demotion_enabled", "1") ||
+	    !exists("/proc/sys/kernel/numa_balancing")) {
+		j_skipped(kb, 0, NULL, 0, "demotion or NUMA balancing not available (CONFIG_NUMA_BALANCING, /sys/kernel/mm/numa/demotion_enabled)");
+		exit(EXIT_SKIP);
+	}
+	if (set_folio_size(kb, why, sizeof(why))) {
+		j_skipped(kb, 0, NULL, 0, "%s", why);
+		return;
+	}
+
+	/* the fast node made small: hugetlb pages hold all but --leave MiB */
+	free_fast = node_memfree(fast);
+	if (opt.leave_mb > 0 && free_fast > (long long)(opt.leave_mb * MIB)) {
+		long long want = (free_fast - (long long)(opt.leave_mb * MIB)) / PMD_SIZE;
+
+		snprintf(path, sizeof(path), NODE_DIR "/node%d/hugepages/hugepages-2048kB/nr_hugepages",
+			 fast);
+		snprintf(val, sizeof(val), "%lld", want);
+		if (set_setting(path, val))
+			fatal(EXIT_USAGE, "cannot write %s", path);
+		if (!read_setting(path, val, sizeof(val)))
+			ballast = atoll(val) * PMD_SIZE;
+		free_fast = node_memfree(fast);
+	}
+	len = opt.size_set ? (size_t)opt.size_mb * MIB :
+	      (size_t)(free_fast / 2 * 3) & ~(PMD_SIZE - 1);
+	/* every byte must fit somewhere without swap: no OOM kill mid-run */
+	if ((long long)len > free_fast + free_slow * 3 / 4) {
+		j_skipped(kb, len, NULL, 0, "a %zu MiB working set does not fit on node %d (%lld MiB free) and the lower tier (%lld MiB free)",
+			  len / MIB, fast, free_fast / (long long)MIB, free_slow / (long long)MIB);
+		return;
+	}
+
+	cpu = opt.cpu >= 0 ? opt.cpu : node_first_cpu(fast);
+	if (cpu < 0)
+		fatal(EXIT_USAGE, "node %d has no CPU: give --cpu", fast);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fatal(EXIT_USAGE, "cannot run on CPU %d: %s", cpu, strerror(errno));
+	snprintf(kswapd, sizeof(kswapd), "kswapd%d", fast);
+
+	w.buf = map_aligned(len);
+	if (!w.buf)
+		fatal(EXIT_USAGE, "mmap %zu MiB: %s", len / MIB, strerror(errno));
+	madvise(w.buf, len, kb > 4 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	w.n = len / page_size;
+	w.gen = xmalloc(w.n * sizeof(*w.gen));
+	memset(w.gen, 0, w.n * sizeof(*w.gen));
+	w.hot = w.n * opt.hot_pct / 100;
+	if (w.hot < 64)
+		w.hot = 64 < w.n ? 64 : w.n;
+	w.step = w.hot / 8 ? w.hot / 8 : 1;
+	w.query_pages = xmalloc(w.hot * sizeof(*w.query_pages));
+	w.query = xmalloc(w.hot * sizeof(*w.query));
+	/*
+	 * Born on the fast node only (reclaim demotes what does not fit), and
+	 * promoted back to it by NUMA balancing (MPOL_F_NUMA_BALANCING).
+	 */
+	mask[fast / (8 * sizeof(unsigned long))] |= 1UL << (fast % (8 * sizeof(unsigned long)));
+	policy_ok = !mbind(w.buf, len, MPOL_BIND | MPOL_F_NUMA_BALANCING, mask, MAX_NODES, 0);
+	if (!policy_ok) {
+		/* before 5.12: preferred, so that the balancer may still move it */
+		policy = "preferred";
+		mbind(w.buf, len, MPOL_PREFERRED, mask, MAX_NODES, 0);
+	}
+	for (i = 0; i < w.n; i++)
+		fill(w.buf + i * page_size, i * page_size, page_size, tier_seed(i, 0));
+
+	/* the balancer on, in tiering mode, with the caller's scan periods */
+	set_setting("/proc/sys/kernel/numa_balancing", "2");
+	if (opt.scan_ms > 0) {
+		static const char *const nbd[] = { "scan_delay_ms", "scan_period_min_ms" };
+
+		snprintf(val, sizeof(val), "%d", opt.scan_ms);
+		for (i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "/sys/kernel/debug/sched/numa_balancing/%s", nbd[i]);
+			if (set_setting(path, val))
+				note("tiering: cannot set %s (debugfs mounted?)", path);
+		}
+		snprintf(path, sizeof(path), "/sys/kernel/debug/sched/numa_balancing/scan_period_max_ms");
+		snprintf(val, sizeof(val), "%d", opt.scan_ms * 10);
+		set_setting(path, val);
+	}
+	if (opt.hot_ms > 0) {
+		snprintf(val, sizeof(val), "%d", opt.hot_ms);
+		if (set_setting("/sys/kernel/debug/sched/numa_balancing/hot_threshold_ms", val))
+			note("tiering: cannot set hot_threshold_ms (debugfs mounted?)");
+	}
+	if (opt.hog)
+		tier_hogs_start();
+
+	tier_run(&w, now_ns() + (long long)(opt.warmup_s * 1e9), fast, NULL, NULL);
+	{
+		unsigned long long touched0 = w.touched, passes0 = w.passes;
+
+		trace_mark("mo_bench: tiering begin");
+		tier_snap_take(&a, kswapd);
+		tier_run(&w, a.t + (long long)(opt.seconds * 1e9), fast, &on_fast, &samples);
+		tier_snap_take(&b, kswapd);
+		trace_mark("mo_bench: tiering end");
+		w.touched -= touched0;
+		w.passes -= passes0;
+	}
+	tier_hogs_stop();
+	set_setting("/proc/sys/kernel/numa_balancing", "0");
+	tier_where(&w, fast, fast_tier, where);
+	for (i = 0; i < w.n; i++)
+		w.bad += verify(w.buf + i * page_size, i * page_size, page_size,
+				tier_seed(i, w.gen[i]), w.bad ? NULL : "tiering (final check)");
+
+	secs = (b.t - a.t) / 1e9;
+	j_begin(&j, kb, len, rep);
+	j_int(&j, "fast_node", fast);
+	j_int(&j, "slow_node", slow);
+	j_int(&j, "cpu", cpu);
+	j_str(&j, "policy", policy);
+	j_int(&j, "ballast_mb", ballast / MIB);
+	j_int(&j, "fast_free_mb", free_fast / MIB);
+	j_int(&j, "hot_pct", opt.hot_pct);
+	j_int(&j, "hot_pages", w.hot);
+	j_bool(&j, "hog", opt.hog);
+	j_int(&j, "scan_ms", opt.scan_ms);
+	j_num(&j, "warmup_s", opt.warmup_s);
+	j_num(&j, "seconds", secs);
+	j_int(&j, "passes", w.passes);
+	j_int(&j, "touched_pages", w.touched);
+	j_num(&j, "touch_per_s", secs > 0 ? w.touched / secs : NAN);
+	j_int(&j, "demoted", tk(&a, &b, TK_DEM_KSWAPD) + tk(&a, &b, TK_DEM_DIRECT) +
+	      tk(&a, &b, TK_DEM_KHUGE));
+	for (i = 0; i < NR_TIER_KEYS; i++) {
+		if (a.have[i] && b.have[i])
+			j_int(&j, tier_keys[i], b.v[i] - a.v[i]);
+		else
+			j_null(&j, tier_keys[i]);
+	}
+	j_num(&j, "demote_per_s", secs > 0 ? (tk(&a, &b, TK_DEM_KSWAPD) + tk(&a, &b, TK_DEM_DIRECT) +
+					      tk(&a, &b, TK_DEM_KHUGE)) / secs : NAN);
+	j_num(&j, "promote_per_s", secs > 0 ? tk(&a, &b, TK_PROMOTED) / secs : NAN);
+	if (a.kswapd_s >= 0 && b.kswapd_s >= 0)
+		j_num(&j, "kswapd_cpu_s", b.kswapd_s - a.kswapd_s);
+	else
+		j_null(&j, "kswapd_cpu_s");
+	j_num(&j, "app_user_s", tv_s(b.ru.ru_utime) - tv_s(a.ru.ru_utime));
+	j_num(&j, "app_sys_s", tv_s(b.ru.ru_stime) - tv_s(a.ru.ru_stime));
+	if (samples)
+		j_num(&j, "hot_on_fast_pct", on_fast / samples);
+	else
+		j_null(&j, "hot_on_fast_pct");
+	j_int(&j, "end_fast_pages", where[0]);
+	j_int(&j, "end_slow_pages", where[1]);
+	j_int(&j, "end_other_pages", where[2]);
+	j_int(&j, "end_absent_pages", where[3]);
+	j_end_verified(&j, w.bad);
+
+	munmap(w.buf, len);
+	free(w.gen);
+	free(w.query_pages);
+	free(w.query);
+	/* the ballast and the balancer back for the next repetition */
+	restore_settings();
+}
+
+static void run_tiering(void)
+{
+	int rep;
+
+	need_root();
+	for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++)
+		run_tiering_one(rep);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void usage(FILE *f)
@@ -1847,6 +2350,18 @@ static void usage(FILE *f)
 "              so back-to-back runs do the same work.  Both keep the\n"
 "              per-CPU free lists short (vm.percpu_pagelist_high_fraction)\n"
 "              while they run: pages parked there are no compaction target\n"
+"  tiering     a working set 1.5x the fast node's free memory (--from; or\n"
+"              --size) bound to it with MPOL_F_NUMA_BALANCING, demotion on\n"
+"              and NUMA balancing in tiering mode (2): what does not fit is\n"
+"              demoted to the lower tier; a task on a CPU of the fast node\n"
+"              checks and rewrites every page of a hot window (--hot-pct),\n"
+"              which shifts by an eighth after each pass, so that hot pages\n"
+"              are promoted and cold ones demoted all the time. Over\n"
+"              --seconds after --warmup: touch_per_s (the task's progress),\n"
+"              demote_per_s, promote_per_s, kswapd_cpu_s (the fast node's\n"
+"              kswapd), app_user_s/app_sys_s, hot_on_fast_pct (share of the\n"
+"              hot window on the fast node, sampled each second), vmstat\n"
+"              deltas; every byte checked at every touch and at the end\n"
 "\n"
 "Options (defaults in brackets):\n"
 "  --size MB        buffer size for tput and memcpy [256]\n"
@@ -1875,6 +2390,16 @@ static void usage(FILE *f)
 "  --hog            compaction: a child process pinned to the writer's CPU\n"
 "                   busy-loops; reports hog_iterations, hog_per_s and its\n"
 "                   rate alone (hog_base_per_s)\n"
+"  --seconds S      tiering: the measured window [20]\n"
+"  --warmup S       tiering: work before the window, not measured [5]\n"
+"  --hot-pct P      tiering: the hot window, percent of the working set [25]\n"
+"  --leave MB       tiering: hugetlb pages take all but MB of the fast\n"
+"                   node's free memory while it runs [none taken]\n"
+"  --scan-ms N      tiering: NUMA balancing scan_delay_ms and\n"
+"                   scan_period_min_ms = N, scan_period_max_ms = 10 N\n"
+"                   (debugfs) [as found]\n"
+"  --hot-ms N       tiering: NUMA balancing hot_threshold_ms [as found]\n"
+"  --hog            tiering: a busy loop pinned to every online CPU\n"
 "  --config NAME    label for the \"config\" key [the engine name]\n"
 "  --json-out FILE  also append every JSON line to FILE\n"
 "  -h, --help       this text\n"
@@ -1931,7 +2456,8 @@ int main(int argc, char **argv)
 {
 	enum { O_SIZE = 256, O_FROM, O_TO, O_FOLIO, O_FOLIOS, O_PAGES, O_REPS,
 	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU, O_TRIGGER,
-	       O_FIRST_REP, O_THREADS };
+	       O_FIRST_REP, O_THREADS, O_SECONDS, O_WARMUP, O_HOT_PCT, O_LEAVE,
+	       O_SCAN_MS, O_HOT_MS };
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "from", required_argument, NULL, O_FROM },
@@ -1950,6 +2476,12 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "cpu", required_argument, NULL, O_CPU },
 		{ "threads", required_argument, NULL, O_THREADS },
+		{ "seconds", required_argument, NULL, O_SECONDS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "hot-pct", required_argument, NULL, O_HOT_PCT },
+		{ "leave", required_argument, NULL, O_LEAVE },
+		{ "scan-ms", required_argument, NULL, O_SCAN_MS },
+		{ "hot-ms", required_argument, NULL, O_HOT_MS },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -1960,7 +2492,7 @@ int main(int argc, char **argv)
 
 	page_size = sysconf(_SC_PAGESIZE);
 	if (argc < 2)
-		fatal(EXIT_USAGE, "no mode given (tput, count, latency, memcpy, compaction, alias; see --help)");
+		fatal(EXIT_USAGE, "no mode given (tput, count, latency, memcpy, compaction, alias, tiering; see --help)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;
@@ -1969,7 +2501,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], mode_names[m]))
 			break;
 	if (m == sizeof(mode_names) / sizeof(mode_names[0]))
-		fatal(EXIT_USAGE, "unknown mode '%s' (tput, count, latency, memcpy, compaction, alias; see --help)",
+		fatal(EXIT_USAGE, "unknown mode '%s' (tput, count, latency, memcpy, compaction, alias, tiering; see --help)",
 		      argv[1]);
 	opt.mode = m;
 
@@ -1982,7 +2514,10 @@ int main(int argc, char **argv)
 	argc--;
 	while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
 		switch (c) {
-		case O_SIZE: opt.size_mb = parse_num("--size", optarg, 1, 1L << 30); break;
+		case O_SIZE:
+			opt.size_mb = parse_num("--size", optarg, 1, 1L << 30);
+			opt.size_set = true;
+			break;
 		case O_FROM: opt.from = parse_num("--from", optarg, 0, MAX_NODES - 1); break;
 		case O_TO: opt.to = parse_num("--to", optarg, 0, MAX_NODES - 1); break;
 		case O_FOLIO:
@@ -2018,6 +2553,12 @@ int main(int argc, char **argv)
 		case O_CONFIG: opt.config = optarg; break;
 		case O_CPU: opt.cpu = parse_num("--cpu", optarg, 0, CPU_SETSIZE - 1); break;
 		case O_THREADS: opt.threads = parse_num("--threads", optarg, 1, 64); break;
+		case O_SECONDS: opt.seconds = parse_num("--seconds", optarg, 1, 86400); break;
+		case O_WARMUP: opt.warmup_s = parse_num("--warmup", optarg, 0, 86400); break;
+		case O_HOT_PCT: opt.hot_pct = parse_num("--hot-pct", optarg, 1, 100); break;
+		case O_LEAVE: opt.leave_mb = parse_num("--leave", optarg, 1, 1L << 30); break;
+		case O_SCAN_MS: opt.scan_ms = parse_num("--scan-ms", optarg, 1, 100000); break;
+		case O_HOT_MS: opt.hot_ms = parse_num("--hot-ms", optarg, 1, 1000000); break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -2032,7 +2573,7 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		fatal(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
 	if (opt.from == opt.to && opt.mode != M_MEMCPY && opt.mode != M_COMPACTION &&
-	    opt.mode != M_ALIAS)
+	    opt.mode != M_ALIAS && opt.mode != M_TIERING)
 		fatal(EXIT_USAGE, "--from and --to are both %d", opt.from);
 	if (opt.mode == M_LATENCY && !folios_set)
 		parse_list("--folios", "1,4,16", &opt.folios, 1, 1 << 20);
@@ -2058,6 +2599,7 @@ int main(int argc, char **argv)
 	case M_MEMCPY: run_memcpy(); break;
 	case M_COMPACTION: run_compaction(); break;
 	case M_ALIAS: run_alias(); break;
+	case M_TIERING: run_tiering(); break;
 	}
 	if (json_file)
 		fclose(json_file);

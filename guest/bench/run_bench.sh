@@ -13,6 +13,7 @@
 #
 # Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
 #   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy
+#                        and a shorter tiering part
 #   MO_REPS=N            repetitions of each measurement (2); tput, count
 #                        and latency run them interleaved: one repetition
 #                        of every configuration, then the next
@@ -42,9 +43,24 @@
 #                        mm_migrate_folio_copy and mm_migrate_batch_copy
 #                        tracepoints, summed into "profile" lines; its own
 #                        throughput is reported as traced_gbps, apart)
+#   MO_TIER=0            no tiering part (default on: mo_bench tiering
+#                        without and with --hog, every configuration,
+#                        MO_TIER_REPS passes rotated like the others)
+#   MO_TIER_NODE=N       the fast node (0); its lower tier must exist
+#   MO_TIER_LEAVE_MB=N   free memory left on it, the rest held by hugetlb
+#                        pages while a run lasts (256); the working set is
+#                        1.5x that
+#   MO_TIER_SECONDS=S    measured window (full 20, quick 10)
+#   MO_TIER_WARMUP=S     work before it (5)
+#   MO_TIER_REPS=N       passes over the configurations (1)
+#   MO_TIER_SCAN_MS=N    NUMA balancing scan periods (mo_bench --scan-ms;
+#                        default: as the kernel has them)
+#   MO_TIER_HOT_MS=N     NUMA balancing hot_threshold_ms (default: as found)
 #   MO_JSONL=path        keep the collected file here
 #                        (default /tmp/mo-bench.<pid>/bench.jsonl)
 #   MO_SEND=0            do not print the file as base64 (bare metal)
+#   MO_HOST=1            a real machine (host_bench.sh): dcbm only over the
+#                        DMA channels present, never swdma
 # Configuration names: none, cpu (built-in), mtcopy-<threads>,
 # dcbm-<channels> (over swdma, loaded with nr_chans=4 when no other DMA
 # provider module is loaded), or any other engine name as listed in
@@ -169,7 +185,12 @@ configure() {
 		;;
 	dcbm-*)
 		# a DMA provider first: swdma, unless the machine has real ones
+		# (on a real machine, MO_HOST=1: only the real ones)
 		if ! ls /sys/class/dma 2>/dev/null | grep -q .; then
+			[ "${MO_HOST:-0}" = 1 ] && {
+				WHY="no dmaengine channel on this machine (/sys/class/dma is empty): dcbm needs a memcpy-capable provider (PTDMA, IOAT, DSA with a work queue configured by accel-config, ...)"
+				return 1
+			}
 			load_mod swdma nr_chans=4 || { WHY=$MODERR; return 1; }
 		fi
 		load_mod dcbm || { WHY=$MODERR; return 1; }
@@ -233,6 +254,13 @@ summarize() {
 		else if (m == "alias") {
 			printf "# %s: word copy %s %.1f ns/word%s\n", label, jv($0, "layout"),
 				jv($0, "ns_per_word"), jv($0, "verified") == "true" ? "" : " DATA NOT VERIFIED"
+			next
+		}
+		else if (m == "tiering") {
+			printf "# %s: %.0f pages/s touched, demoted %.0f/s, promoted %.0f/s, kswapd %.2f s, task %.2f+%.2f s, hot on fast %.0f%%%s\n", \
+				label, jv($0, "touch_per_s"), jv($0, "demote_per_s"), jv($0, "promote_per_s"), \
+				jv($0, "kswapd_cpu_s"), jv($0, "app_user_s"), jv($0, "app_sys_s"), \
+				jv($0, "hot_on_fast_pct"), jv($0, "verified") == "true" ? "" : " DATA NOT VERIFIED"
 			next
 		}
 		else if (m == "compaction") {
@@ -345,7 +373,7 @@ if [ -n "${SUMMARY_ONLY:-}" ]; then
 	[ -f "$SUMMARY_ONLY" ] || { echo "run_bench.sh: $SUMMARY_ONLY: no such file" >&2; exit 2; }
 	base=${SUMMARY_BASE:-$(sed -n 's/.*"mode":"config","config":"\([^"]*\)".*"absent":false.*/\1/p' "$SUMMARY_ONLY" | head -1)}
 	for c in $(sed -n 's/.*"mode":"config","config":"\([^"]*\)".*"absent":false.*/\1/p' "$SUMMARY_ONLY" | awk '!seen[$0]++'); do
-		for m in memcpy alias tput count latency compaction; do
+		for m in memcpy alias tput count latency compaction tiering; do
 			grep "\"mode\":\"$m\",\"config\":\"$c\"" "$SUMMARY_ONLY" > "$WORK/m.jsonl"
 			if [ "$m" = tput ]; then
 				for to in $(sed -n 's/.*"to":\([0-9]*\),.*/\1/p' "$WORK/m.jsonl" | sort -u); do
@@ -449,6 +477,27 @@ interleave() {
 for to in $(echo "$TO" | tr ',' ' '); do
 	interleave "tput 0->$to" tput --size "$SIZE" --from 0 --to "$to" --folio "$FOLIO"
 done
+
+# Tiering: kswapd demotes, NUMA balancing promotes, under a moving hot
+# set; without and with a busy loop on every CPU. Rotated passes like
+# interleave(), one repetition each.
+if [ "${MO_TIER:-1}" != 0 ]; then
+	case $MODE in quick) _ts=${MO_TIER_SECONDS:-10} ;; *) _ts=${MO_TIER_SECONDS:-20} ;; esac
+	_targs="--from ${MO_TIER_NODE:-0} --leave ${MO_TIER_LEAVE_MB:-256} --seconds $_ts --warmup ${MO_TIER_WARMUP:-5}"
+	[ -n "${MO_TIER_SCAN_MS:-}" ] && _targs="$_targs --scan-ms $MO_TIER_SCAN_MS"
+	[ -n "${MO_TIER_HOT_MS:-}" ] && _targs="$_targs --hot-ms $MO_TIER_HOT_MS"
+	_r=0
+	while [ "$_r" -lt "${MO_TIER_REPS:-1}" ]; do
+		for hog in "" --hog; do
+			for c in $(rotate "$_r" $OK_CONFS); do
+				use "$c" || continue
+				# shellcheck disable=SC2086
+				run_part "$c" "tiering${hog:+ hog}" tiering $_targs $hog --reps 1 --first-rep "$_r"
+			done
+		done
+		_r=$((_r + 1))
+	done
+fi
 
 if [ "$MODE" = full ]; then
 	interleave "count 0->$TO1" count --from 0 --to "$TO1" --folios "$COUNT"

@@ -18,7 +18,7 @@ VANILLA = "vanilla"
 NONE = "none"           # the patched kernel with batch copying off
 # The modes of mo_bench that measure something; "run", "config" and "part"
 # lines are bookkeeping, and a record with "skipped" or "absent" measured nothing.
-MEASURED = ("tput", "count", "latency", "memcpy", "compaction", "alias", "profile")
+MEASURED = ("tput", "count", "latency", "memcpy", "compaction", "alias", "profile", "tiering")
 # A cell whose buffer was less than this share (percent) in folios of the
 # named size did not measure that folio size: flagged with "!".
 FOLIO_SHARE_LOW = 90.0
@@ -259,9 +259,10 @@ def summarize(records):
                           "user_s": avg("user_s"), "sys_s": avg("sys_s"), "idle_s": avg("idle_s"),
                           "sys_pct": avg("sys_pct"), "hog_per_s": avg("hog_per_s")})
 
+    tier_rows, tier_idle = tiering_rows([r for r in records if _usable(r, "tiering")])
     bad = sum(1 for r in records if (r.get("bad_bytes") or 0) > 0)
     out = {"throughput": rows, "count": count_rows, "latency": lat_rows,
-           "compaction": comp_rows, "alias": alias_penalty(records),
+           "compaction": comp_rows, "tiering": tier_rows, "tiering_idle": tier_idle, "alias": alias_penalty(records),
            "profile": profile_rows(records, mem_mean.get("patched")),
            "memcpy": {v: {"gbps": m, "rounds": mem_round.get(v, {}),
                           "by_threads": dict(sorted(mem_threads.get(v, {}).items()))}
@@ -278,6 +279,121 @@ def summarize(records):
     # goals must then show, as not measured if need be.
     out["profiled"] = any(r.get("mode") == "profile" for r in records)
     out["goals"] = goal_verdicts(out)
+    return out
+
+
+def _share(part, whole):
+    ok = isinstance(part, (int, float)) and isinstance(whole, (int, float)) and whole > 0
+    return part / whole if ok else None
+
+
+def tiering_rows(recs):
+    """The tiering table: per (config, hog) the task's progress (pages
+    touched per second) with its ratio against vanilla and against none
+    (median of per-round ratios [min..max]), pages demoted and promoted per
+    second, the fast node's kswapd and the task's CPU time as shares of the
+    window, and the share of the hot window found on the fast node.
+
+    Returns (rows, idle): idle lists the records whose window saw no
+    demotion or no promotion, which measured no tiering at all.
+    """
+    def derived(r):
+        sec = r.get("seconds")
+        user, sys_ = r.get("app_user_s"), r.get("app_sys_s")
+        app = user + sys_ if isinstance(user, (int, float)) and isinstance(sys_, (int, float)) \
+            else None
+        return {**r, "kswapd_share": _share(r.get("kswapd_cpu_s"), sec),
+                "app_share": _share(app, sec), "app_sys_share": _share(sys_, sec)}
+    recs = [derived(r) for r in recs]
+    idle = [{"variant": r["variant"], "round": r["round"], "config": config_of(r),
+             "hog": bool(r.get("hog")), "demoted": r.get("demoted"),
+             "promoted": r.get("pgpromote_success")}
+            for r in recs if not r.get("demoted") or not r.get("pgpromote_success")]
+    key = lambda r: (config_of(r), bool(r.get("hog")))
+    groups = defaultdict(list)
+    for r in recs:
+        groups[key(r)].append(r)
+    per_round = _per_round(recs, key, "touch_per_s")
+    rows = []
+    for (cfg, hog), rs in sorted(groups.items(), key=lambda x: (x[0][0] != VANILLA,
+                                                                 str(x[0][0]), x[0][1])):
+        def med(k):
+            vs = [r.get(k) for r in rs if isinstance(r.get(k), (int, float))]
+            return statistics.median(vs) if vs else None
+        ratio = ratio_stats(per_round.get((cfg, hog), {}), per_round.get((VANILLA, hog), {})) \
+            if cfg != VANILLA else None
+        vs_none = ratio_stats(per_round.get((cfg, hog), {}), per_round.get((NONE, hog), {})) \
+            if cfg not in (VANILLA, NONE) else None
+        rows.append({"config": cfg, "hog": hog, "n": len(rs),
+                     "touch_per_s": med("touch_per_s"),
+                     "touch_per_s_sd": mean_sd([r.get("touch_per_s") for r in rs])[1],
+                     "ratio_median": ratio and ratio["median"],
+                     "ratio_min": ratio and ratio["min"], "ratio_max": ratio and ratio["max"],
+                     "vs_none_median": vs_none and vs_none["median"],
+                     "vs_none_min": vs_none and vs_none["min"],
+                     "vs_none_max": vs_none and vs_none["max"],
+                     "demote_per_s": med("demote_per_s"), "promote_per_s": med("promote_per_s"),
+                     "kswapd_share": med("kswapd_share"), "app_share": med("app_share"),
+                     "app_sys_share": med("app_sys_share"),
+                     "hot_on_fast_pct": med("hot_on_fast_pct"),
+                     "batch_copied": med("pgmigrate_batch_copied"),
+                     "working_set_mb": med("size_bytes") and med("size_bytes") / 2**20,
+                     "fast_free_mb": med("fast_free_mb")})
+    return rows, idle
+
+
+def _tiering_text(summary):
+    rows = summary.get("tiering") or []
+    if not rows:
+        return []
+    ws = {round(r["working_set_mb"]) for r in rows if r.get("working_set_mb")}
+    ff = {round(r["fast_free_mb"]) for r in rows if r.get("fast_free_mb")}
+    pct = "{:.0%}"
+    out = ["", "== tiering: a working set of " + "/".join(f"{w}" for w in sorted(ws)) +
+           " MiB on a fast node with " + "/".join(f"{f}" for f in sorted(ff)) +
+           " MiB free, a hot quarter shifting by an eighth per pass; per configuration "
+           "(median over rounds): pages the task touched per second and its ratio vs "
+           "vanilla / vs none (median of per-round ratios [min..max]), pages demoted and "
+           "promoted per second, kswapd's and the task's CPU as shares of the window, "
+           "the hot window's share on the fast node"]
+    for r in rows:
+        ratio = f" {_ratio(r)}" if r.get("ratio_median") is not None else ""
+        if r.get("vs_none_median") is not None:
+            ratio += f" vs none {_ratio(r, 'vs_none_')}"
+        out.append(f"{r['config']:<10} hog={'yes' if r['hog'] else 'no ':<3} n={r['n']} "
+                   f"touched {_f(r['touch_per_s'], '{:.0f}')}/s{ratio}  demoted "
+                   f"{_f(r['demote_per_s'], '{:.0f}')}/s promoted "
+                   f"{_f(r['promote_per_s'], '{:.0f}')}/s  kswapd "
+                   f"{_f(r['kswapd_share'], pct)} task {_f(r['app_share'], pct)} "
+                   f"(sys {_f(r['app_sys_share'], pct)})  hot on fast "
+                   f"{_f(r['hot_on_fast_pct'], '{:.0f}')}%")
+    for i in summary.get("tiering_idle") or []:
+        out.append(f"  NO TIERING in {i['variant']} round {i['round']} {i['config']} "
+                   f"hog={'yes' if i['hog'] else 'no'}: demoted {i['demoted']}, promoted "
+                   f"{i['promoted']} in the window")
+    return out
+
+
+def _tiering_md(summary):
+    rows = summary.get("tiering") or []
+    if not rows:
+        return []
+    pct = "{:.0%}"
+    out = ["Tiering: kswapd demotes, NUMA balancing (tiering mode) promotes, a task checks and "
+           "rewrites a hot window that moves (medians over rounds; ratio of the task's "
+           "progress against vanilla and against none: median of per-round ratios "
+           "[min..max])", "",
+           "| config | hog | n | pages touched/s | vs vanilla | vs none | demoted/s | "
+           "promoted/s | kswapd CPU | task CPU (sys) | hot on fast |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['config']} | {'yes' if r['hog'] else 'no'} | {r['n']} | "
+                   f"{_f(r['touch_per_s'], '{:.0f}')} | {_ratio(r, sep=' ')} | "
+                   f"{_ratio(r, 'vs_none_', sep=' ')} | {_f(r['demote_per_s'], '{:.0f}')} | "
+                   f"{_f(r['promote_per_s'], '{:.0f}')} | {_f(r['kswapd_share'], pct)} | "
+                   f"{_f(r['app_share'], pct)} ({_f(r['app_sys_share'], pct)}) | "
+                   f"{_f(r['hot_on_fast_pct'], '{:.0f}')}% |")
+    out.append("")
     return out
 
 
@@ -784,6 +900,7 @@ def text_tables(summary):
                          f"2M {_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} "
                          f"user {_f(r['user_s'], '{:.2f}')}s sys {_f(r['sys_s'], '{:.2f}')}s "
                          f"idle {_f(r['idle_s'], '{:.2f}')}s{hog}")
+    lines += _tiering_text(summary)
     lines += _profile_lines(summary)
     lines.append("")
     if alias := _alias_line(summary):
@@ -849,6 +966,7 @@ def markdown_tables(summary):
                        f"{_f(r['huge_obtained'], '{:.0f}')}/{_f(r['huge_target'], '{:.0f}')} | "
                        f"{hog} |")
         out.append("")
+    out += _tiering_md(summary)
     if summary.get("profile"):
         out.append("Where the time goes (traced tput runs, summed over rounds): shares of "
                    "unmap (allocation + rmap walks), TLB flush, copy (batch copy step + "

@@ -16,7 +16,7 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
                "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace", "reasons", "folios", "mm_selftests")
+               "batch_trace", "reasons", "folios", "host_kit", "mm_selftests")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -168,6 +168,38 @@ def build_parser():
     s.add_argument("--rerender", metavar="DIR",
                    help="no boots: rebuild the tables and plots of an earlier run from its "
                         "DIR/bench.json")
+
+    s = sub.add_parser("host-bench", help="on a real NUMA/CXL machine, as root: the bench "
+                                          "suite on this host, no VM (once per kernel)")
+    s.add_argument("--out", default=None, help="results under this directory (default build/host)")
+    s.add_argument("--args", default=os.environ.get("BENCH_ARGS", ""),
+                   help="MO_*=value settings for the runner (guest/bench/host_bench.sh), "
+                        "e.g. 'MO_REPS=5 MO_ENGINES=none,mtcopy-4,dcbm-4'")
+
+    s = sub.add_parser("deb", help="the kernel as Debian packages, configured from Debian's "
+                                   "linux-config-6.12 + configs/deb.config (build/deb/)")
+    s.add_argument("--variant", choices=("patched", "vanilla"), default="patched")
+    s.add_argument("--lsmod", default=os.environ.get("LSMOD") or None,
+                   help="only the modules this lsmod output lists (+ the engines): "
+                        "make localmodconfig (env LSMOD)")
+    s.add_argument("--ksrc", default=os.environ.get("KSRC") or None,
+                   help="use this kernel tree instead of build/linux (env KSRC)")
+
+    s = sub.add_parser("kit-test", help="the kit for real machines, end to end: make deb "
+                                        "(patched, trimmed to the lab's modules), boot the "
+                                        "package's kernel and the vanilla one, run the host "
+                                        "runner in each (suite host_kit), merge with "
+                                        "host-report")
+    s.add_argument("--skip-setup", action="store_true", help="do not run lab/setup.sh")
+    s.add_argument("--no-deb", action="store_true",
+                   help="use the packages already in build/deb/patched")
+
+    s = sub.add_parser("host-report", help="merge host-bench results (vanilla + patched) "
+                                           "into make bench's tables and plots")
+    s.add_argument("runs", nargs="*", help="result directories (default: every one under "
+                                           "build/host)")
+    s.add_argument("--out", default=None,
+                   help="write the report here (default build/host/report-<stamp>)")
     return p
 
 
@@ -506,6 +538,12 @@ def _bench_failures(run, summary):
         out.append(f"{summary['records_with_bad_bytes']} measurement(s) found corrupted bytes")
     if not summary["measurements"]:
         out.append("nothing was measured")
+    idle = summary.get("tiering_idle") or []
+    if idle:
+        out.append(f"{len(idle)} tiering measurement(s) saw no demotion or no promotion in "
+                   "their window (the scenario did not run): "
+                   + ", ".join(f"{i['variant']}-r{i['round']} {i['config']}"
+                               f"{' hog' if i['hog'] else ''}" for i in idle[:6]))
     return out
 
 
@@ -523,24 +561,43 @@ def _bench_outputs(top, run):
     failures = _bench_failures(run, summary)
     verdict = [f"run FAILED: {f}" for f in failures] or ["run passed"]
     lines = bench_report.text_tables(summary) + _boot_lines(run.get("boots"))
-    (top / "report.txt").write_text("\n".join(lines + ["", *verdict]) + "\n")
+    where = _facts_lines(run["facts"])
+    (top / "report.txt").write_text("\n".join(lines + ["", *where, "", *verdict]) + "\n")
     (top / "report.md").write_text("\n".join(bench_report.markdown_tables(summary)
                                              + _boot_lines(run.get("boots"), md=True)
+                                             + ["", *(f"- {w}" for w in where)]
                                              + ["", *(f"- {v}" for v in verdict)]) + "\n")
     say("")
     for line in lines:
         say(line)
     say("")
-    facts = run["facts"]
-    k = facts["kernels"]
-    say(f"kernels: " + ", ".join(f"{v} {d['release']} (base {d['base']})" for v, d in k.items()))
-    say(f"QEMU: {' '.join(facts['qemu'])}; host: {facts['host_cpu']} x{facts['host_cpus']}; "
-        f"commit {facts['git_commit'][:12]}{' (dirty)' if facts['git_dirty'] else ''}")
+    for line in _facts_lines(run["facts"]):
+        say(line)
     say(f"results: {rel(top)} (bench.json, throughput.csv, report.txt, report.md"
         f"{', ' + ', '.join(p.name for p in pngs) if pngs else ''})")
     for f in failures:
         say(f"FAIL  {f}")
     return summary
+
+
+def _facts_lines(facts):
+    """What was measured where: the lab's kernels and QEMU, or the host runs."""
+    if "host_runs" in facts:
+        out = []
+        for h in facts["host_runs"]:
+            nodes = ", ".join(f"node {n['node']} {n['mem_mb']} MiB tier {n['tier']}"
+                              f" cpus {n['cpus'] or '-'}" for n in h.get("nodes") or [])
+            drivers = sorted({c.get("driver") for c in h.get("dma_channels") or []})
+            out.append(f"{h['variant']} round {h['round']}: {h.get('release')} on "
+                       f"{h.get('hostname')} ({h.get('cpu_model')}, {h.get('cpus')} CPUs; "
+                       f"{nodes}; DMA channels {len(h.get('dma_channels') or [])}"
+                       f"{' (' + ', '.join(drivers) + ')' if drivers else ''}); {h['dir']}")
+        return out
+    k = facts["kernels"]
+    return [f"kernels: " + ", ".join(f"{v} {d['release']} (base {d['base']})"
+                                     for v, d in k.items()),
+            f"QEMU: {' '.join(facts['qemu'])}; host: {facts['host_cpu']} x{facts['host_cpus']}; "
+            f"commit {facts['git_commit'][:12]}{' (dirty)' if facts['git_dirty'] else ''}"]
 
 
 def _bench_rerender(a):
@@ -558,9 +615,126 @@ def _bench_rerender(a):
     return EXIT_FAIL if _bench_failures(run, summary) else EXIT_OK
 
 
+def cmd_host_bench(a):
+    from . import host
+    rc = host.host_bench(a.out, a.args)
+    # 2: host_bench.sh could not run here and said why in one line
+    return EXIT_OK if rc == 0 else EXIT_ERROR if rc == 2 else EXIT_FAIL
+
+
+def cmd_deb(a):
+    from . import deb
+    deb.build(a.variant, a.lsmod, a.ksrc)
+    return EXIT_OK
+
+
+# The modules the lab's guest needs from a distribution kernel (make
+# kit-test): none but the engines and DMA providers make deb always keeps;
+# the rest of Debian's 4,000 are left out to keep the build short.
+KIT_LSMOD = "Module                  Size  Used by\n"
+
+
+def cmd_kit_test(a):
+    """make deb -> boot its kernel (and the lab's vanilla one) -> host_kit ->
+    host-report: the real-machine kit exercised end to end in the lab."""
+    import json
+    import shutil
+    from . import bench, deb, host
+    from .util import RESULTS, utc_stamp
+    timer = Timer()
+    if not a.skip_setup:
+        with timer.step("setup"):
+            run_setup()
+    top = RESULTS / f"kit-{utc_stamp()}"
+    top.mkdir(parents=True)
+    with timer.step("deb"):
+        if not a.no_deb:
+            lsmod = top / "lsmod"
+            lsmod.write_text(KIT_LSMOD)
+            deb.build("patched", lsmod=lsmod)
+        image = deb.image_deb("patched")
+        vmlinuz, release, root = deb.extract(image, deb.DEB_DIR / "patched" / "root")
+    with timer.step("initramfs"):
+        # The package's kernel and modules; the guest programs built against
+        # the same tree (uapi headers installed from it).
+        obj = deb.DEB_DIR / "patched" / "obj"
+        kb = kernel.KernelBuild(variant="patched", flavour="deb", src=tree.DEFAULT_TREE.resolve(),
+                                out=obj.resolve(), release=release)
+        if kb.modroot.exists():
+            shutil.rmtree(kb.modroot)
+        moddir = next(d for d in (root / "lib/modules", root / "usr/lib/modules") if d.is_dir())
+        shutil.copytree(moddir, kb.modroot / "lib/modules", symlinks=True)
+        if not kb.hdr.is_dir():
+            kernel._run_logged(["make", "-C", kb.src, f"O={obj}", "headers_install",
+                                f"INSTALL_HDR_PATH={kb.hdr}"], obj / "molab-hdr.log", {})
+        initramfs.build(kb)
+        builds = {"patched": (vmlinuz, kb.initramfs)}
+        builds.update(bench.prepare(["vanilla"], "perf"))
+    runs = {}
+    with timer.step("boots"):
+        for name, b in builds.items():
+            kern, initrd = b if isinstance(b, tuple) else (b.bzimage, b.initramfs)
+            spec = qemu.BootSpec(kernel=kern, initrd=initrd, suites=["host_kit"], smp=2,
+                                 accel="single", timeout=3600, label=f"kit-{name}",
+                                 results_dir=top / name)
+            res = qemu.boot(spec)
+            qemu.print_summary(res)
+            runs[name] = res
+    problems = [f"{n}: boot {r.summary.status}" for n, r in runs.items() if not r.ok]
+    dirs = []
+    for n, r in runs.items():
+        d = top / "runs" / n
+        d.mkdir(parents=True)
+        for src, dst in (("host-bench.jsonl", "bench.jsonl"), ("host-facts.json", "facts.json"),
+                         ("host-bench.log", "bench.log")):
+            f = r.files.get(f"host_kit/{src}")
+            if f is None:
+                problems.append(f"{n}: host_kit sent no {src}")
+            else:
+                shutil.copy(f, d / dst)
+        dirs.append(d)
+    if not problems:
+        if json.loads((top / "runs/patched/facts.json").read_text()).get("release") != release:
+            problems.append(f"the patched boot did not run the package's kernel {release}")
+        merged = host.merge(dirs)
+        (top / "report").mkdir()
+        summary = _bench_outputs(top / "report", merged)
+        problems += _bench_failures(merged, summary)
+        cfgs = {(r["config"], r["hog"]) for r in summary["tiering"]}
+        want = {(c, h) for c in ("vanilla", "none", "cpu", "mtcopy-1", "mtcopy-2", "dcbm-1",
+                                 "dcbm-4") for h in (False, True)}
+        if cfgs != want:
+            problems.append(f"tiering table rows {sorted(cfgs)}, want {sorted(want)}")
+        tput = {r["config"] for r in summary["throughput"]}
+        if tput != {c for c, _ in want}:
+            problems.append(f"throughput table configurations {sorted(tput)}")
+    say(f"timings: {timer.report()}")
+    for p in problems:
+        say(f"FAIL  {p}")
+    say(f"kit test {'FAILED' if problems else 'passed'}: {rel(top)}")
+    return EXIT_FAIL if problems else EXIT_OK
+
+
+def cmd_host_report(a):
+    from . import host
+    from .util import utc_stamp
+    dirs = [Path(d) for d in a.runs] or host.find_runs()
+    if not dirs:
+        raise LabError(f"no host-bench results under {rel(host.HOST_DIR)}",
+                       "run 'make host-bench' on the machine (once per kernel), or give "
+                       "the result directories")
+    run = host.merge(dirs)
+    top = Path(a.out) if a.out else host.HOST_DIR / f"report-{utc_stamp()}"
+    top.mkdir(parents=True, exist_ok=True)
+    summary = _bench_outputs(top, run)
+    return EXIT_FAIL if _bench_failures(run, summary) else EXIT_OK
+
+
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,
             "initramfs": cmd_initramfs, "boot": cmd_boot, "run": cmd_boot, "test": cmd_test,
-            "check": cmd_check, "report": cmd_report, "bench": cmd_bench}
+            "check": cmd_check, "report": cmd_report, "bench": cmd_bench,
+            "host-bench": cmd_host_bench, "host-report": cmd_host_report, "deb": cmd_deb,
+            "kit-test": cmd_kit_test}
 
 
 def main(argv=None):

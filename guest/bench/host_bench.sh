@@ -1,0 +1,152 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# host_bench.sh OUTDIR [MO_NAME=value ...]: the bench suite (run_bench.sh,
+# next to this file) on the machine it runs on, no VM: a real NUMA or CXL
+# machine booted into the vanilla kernel once and into the patched one once
+# ("make host-bench" from a checkout; the lab runs it inside its guest as if
+# that were the host). Writes OUTDIR/<host>-<variant>-<release>-<stamp>/:
+#   bench.jsonl   the measurements (the same JSON lines as make bench)
+#   bench.log     what run_bench.sh printed
+#   facts.json    the machine: kernel, CPUs, memory nodes and tiers, DMA
+#                 channels, the arguments, run_bench.sh's exit status
+# "make host-report" merges such directories (a vanilla and a patched one,
+# or several of each: rounds in the order they ran) into make bench's
+# tables and plots.
+#
+# The engines are the ones this machine has: dcbm runs over the memcpy-
+# capable dmaengine channels present (PTDMA, IOAT, DSA with a configured
+# work queue, ...); swdma, the lab's software DMA engine, is never loaded
+# here (MO_HOST=1). Defaults differ from the lab's, for real hardware
+# (MO_*=value arguments override them; see run_bench.sh for all):
+#   MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3   bigger buffers, more repetitions
+#   MO_TO=<nodes>     up to two other memory nodes: the first in node 0's
+#                     tier, the first in a lower tier
+#   MO_COMPACT=off    compaction fills a node: give MO_COMPACT=none,cpu,dcbm-4
+#                     MO_COMPACT_NODE=N for a node small enough
+#   MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30   tiering on node 0 with 2 GiB
+#                     left free (working set 3 GiB)
+# MO_BENCH_BIN=path   mo_bench, if not next to this script's directory.
+# Exit status: run_bench.sh's (0 every measurement verified), 2 if it
+# cannot run here (not root, fewer than two memory nodes).
+
+set -u
+[ $# -ge 1 ] || { echo "usage: host_bench.sh OUTDIR [MO_NAME=value ...]" >&2; exit 2; }
+OUTDIR=$1
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+RB=$HERE/run_bench.sh
+[ -f "$RB" ] || RB=$HERE/../suites/bench	# installed in the lab's guest
+fail() { echo "host_bench: $*" >&2; exit 2; }
+[ -f "$RB" ] || fail "run_bench.sh not found next to $0"
+[ "$(id -u)" = 0 ] || fail "run as root: it changes sysfs settings (and puts them back)"
+
+# json_str TEXT: TEXT made safe for a JSON string.
+json_str() { printf '%s' "$1" | tr -d '"\\' | tr '\n\t' '  '; }
+
+# ------------------------------------------------------------ the machine
+
+NODE=/sys/devices/system/node
+TIERS=/sys/devices/virtual/memory_tiering
+mem_mb() { awk '/MemTotal:/ { print int($4 / 1024) }' "$NODE/node$1/meminfo" 2>/dev/null; }
+in_list() {
+	echo "$1" | awk -v n="$2" -F, '{
+		for (i = 1; i <= NF; i++) {
+			split($i, r, "-"); lo = r[1] + 0; hi = (r[2] == "" ? lo : r[2] + 0)
+			if (n >= lo && n <= hi) found = 1
+		}
+	} END { exit !found }'
+}
+tier_of() {
+	for _d in "$TIERS"/memory_tier*; do
+		[ -e "$_d/nodelist" ] && in_list "$(cat "$_d/nodelist")" "$1" &&
+			echo "${_d##*memory_tier}" && return
+	done
+	echo -1
+}
+MEMNODES=
+for _n in "$NODE"/node[0-9]*; do
+	_n=${_n##*node}
+	[ "$(mem_mb "$_n")" -gt 0 ] 2>/dev/null && MEMNODES="$MEMNODES $_n"
+done
+# shellcheck disable=SC2086
+[ $(echo $MEMNODES | wc -w) -ge 2 ] ||
+	fail "memory nodes here:${MEMNODES:- none}; migration needs two (a NUMA or CXL machine, or numa=fake=2 on the kernel command line for a smoke test)"
+case " $MEMNODES " in *" 0 "*) ;; *) fail "node 0 has no memory (memory nodes:$MEMNODES); the bench moves from node 0" ;; esac
+
+# The targets: the first other node of node 0's tier, the first of a lower one.
+T0=$(tier_of 0) SAME= LOWER=
+for _n in $MEMNODES; do
+	[ "$_n" = 0 ] && continue
+	_t=$(tier_of "$_n")
+	if [ "$_t" = "$T0" ] || [ "$_t" = -1 ]; then
+		[ -z "$SAME" ] && SAME=$_n
+	elif [ "$_t" -gt "$T0" ] && [ -z "$LOWER" ]; then
+		LOWER=$_n
+	fi
+done
+TO=$(echo "$SAME $LOWER" | tr -s ' ' '\n' | grep . | tr '\n' ',' | sed 's/,$//')
+[ -n "$TO" ] || TO=$(echo $MEMNODES | tr ' ' '\n' | grep -v '^0$' | head -1)
+
+if [ -d /sys/kernel/mm/migrate_offload ]; then VARIANT=patched; else VARIANT=vanilla; fi
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+HOST=$(hostname 2>/dev/null || echo host)
+DIR=$OUTDIR/$HOST-$VARIANT-$(uname -r)-$STAMP
+mkdir -p "$DIR" || fail "cannot create $DIR"
+
+# Defaults for a real machine, then the caller's arguments (last wins).
+ARGS="MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3 MO_TO=$TO MO_COMPACT=off MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30"
+for _a in "$@"; do
+	case $_a in
+	MO_[A-Z]*=*) ARGS="$ARGS $_a" ;;
+	*) fail "argument '$_a' is not MO_NAME=value" ;;
+	esac
+done
+
+nodes_json() {
+	_sep=
+	printf '['
+	for _d in "$NODE"/node[0-9]*; do
+		_n=${_d##*node}
+		printf '%s{"node":%s,"mem_mb":%s,"cpus":"%s","tier":%s}' "$_sep" "$_n" \
+			"$(mem_mb "$_n")" "$(cat "$NODE/node$_n/cpulist" 2>/dev/null)" "$(tier_of "$_n")"
+		_sep=,
+	done
+	printf ']'
+}
+# Every dmaengine channel, with its device's driver (the provider).
+dma_json() {
+	_sep=
+	printf '['
+	for _c in /sys/class/dma/*; do
+		[ -e "$_c" ] || continue
+		_drv=$(basename "$(readlink -f "$_c/device/driver" 2>/dev/null)" 2>/dev/null)
+		printf '%s{"chan":"%s","driver":"%s","in_use":"%s"}' "$_sep" "${_c##*/}" \
+			"$(json_str "${_drv:-?}")" "$(cat "$_c/in_use" 2>/dev/null)"
+		_sep=,
+	done
+	printf ']'
+}
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+
+# ---------------------------------------------------------------- the run
+
+echo "host_bench: $VARIANT kernel $(uname -r), $(nproc) CPUs, memory nodes$MEMNODES, targets $TO; results in $DIR"
+T0S=$(date +%s)
+# shellcheck disable=SC2086 # ARGS is split into words on purpose
+MO_HOST=1 MO_SEND=0 MO_JSONL=$DIR/bench.jsonl sh "$RB" $ARGS > "$DIR/bench.log" 2>&1
+RC=$?
+T1S=$(date +%s)
+grep -e '^# summary' -e '^# *[a-z].*:' -e '^ok' -e '^not ok' "$DIR/bench.log" | tail -40
+
+cat > "$DIR/facts.json" <<EOF
+{"kind":"host-bench","variant":"$VARIANT","release":"$(json_str "$(uname -r)")",
+ "uname":"$(json_str "$(uname -a)")","cmdline":"$(json_str "$(cat /proc/cmdline)")",
+ "hostname":"$(json_str "$HOST")","cpu_model":"$(json_str "$CPU")","cpus":$(nproc),
+ "nodes":$(nodes_json),"targets":"$TO","dma_channels":$(dma_json),
+ "engines":"$(json_str "$(cat /sys/kernel/mm/migrate_offload/engine 2>/dev/null)")",
+ "args":"$(json_str "$ARGS")","started":"$STAMP","seconds":$((T1S - T0S)),
+ "kit_commit":"$(json_str "${MO_KIT_COMMIT:-}")","rc":$RC}
+EOF
+echo "host_bench: run_bench.sh exited $RC after $((T1S - T0S)) s; $DIR/{bench.jsonl,bench.log,facts.json}"
+exit $RC
