@@ -506,6 +506,21 @@ static long long node_memfree(int node)
 	return kb * 1024;
 }
 
+/* MemTotal of @node in bytes, -1 if unknown. */
+static long long node_memtotal(int node)
+{
+	char path[128], buf[4096], *p;
+	long long kb;
+
+	snprintf(path, sizeof(path), NODE_DIR "/node%d/meminfo", node);
+	if (read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "MemTotal:");
+	if (!p || sscanf(p, "MemTotal: %lld", &kb) != 1)
+		return -1;
+	return kb * 1024;
+}
+
 static void memory_nodes(char *out, size_t len)
 {
 	size_t o = 0;
@@ -2100,7 +2115,7 @@ static void run_tiering_one(int rep)
 	struct tier_snap a, b;
 	struct tier_ws w = { 0 };
 	struct json j;
-	size_t len, where[4];
+	size_t len, where[4], start[4];
 	double on_fast = 0, secs;
 	int samples = 0, policy_ok;
 	const char *policy = "bind+numa_balancing";
@@ -2138,21 +2153,51 @@ static void run_tiering_one(int rep)
 		return;
 	}
 
-	/* the fast node made small: hugetlb pages hold all but --leave MiB */
+	/*
+	 * The fast node made small: hugetlb pages hold all but --leave MiB.
+	 * First a request for the whole node, given back at once: its reclaim
+	 * demotes what else can leave the node (the guest's tmpfs files, a
+	 * previous run's leftovers), which would otherwise make room later,
+	 * under the measurement. Then the ballast, adjusted both ways until
+	 * what is free stays within 16 MiB of --leave.
+	 */
 	free_fast = node_memfree(fast);
 	if (opt.leave_mb > 0 && free_fast > (long long)(opt.leave_mb * MIB)) {
-		long long want = (free_fast - (long long)(opt.leave_mb * MIB)) / PMD_SIZE;
+		long long leave = opt.leave_mb * MIB, have = 0;
 
 		snprintf(path, sizeof(path), NODE_DIR "/node%d/hugepages/hugepages-2048kB/nr_hugepages",
 			 fast);
-		snprintf(val, sizeof(val), "%lld", want);
+		snprintf(val, sizeof(val), "%lld", node_memtotal(fast) / PMD_SIZE);
 		if (set_setting(path, val))
 			fatal(EXIT_USAGE, "cannot write %s", path);
-		if (!read_setting(path, val, sizeof(val)))
-			ballast = atoll(val) * PMD_SIZE;
+		write_file(path, "0");
+		usleep(500000);
+		for (i = 0; i < 8; i++) {
+			long long diff;
+
+			free_fast = node_memfree(fast);
+			diff = (free_fast - leave) / (long long)PMD_SIZE;
+			if (diff > -8 && diff < 8)
+				break;
+			have = have + diff > 0 ? have + diff : 0;
+			snprintf(val, sizeof(val), "%lld", have);
+			write_file(path, val);
+			if (!read_setting(path, val, sizeof(val)))
+				have = atoll(val);
+			usleep(500000);
+		}
+		ballast = have * PMD_SIZE;
 		free_fast = node_memfree(fast);
+		if (free_fast < leave / 2 || free_fast > leave * 2) {
+			j_skipped(kb, 0, NULL, 0, "cannot leave %ld MiB free on node %d (%lld MiB free with %lld MiB of hugetlb pages)",
+				  opt.leave_mb, fast, free_fast / (long long)MIB, ballast / (long long)MIB);
+			restore_settings();
+			return;
+		}
 	}
+	/* sized from --leave, not from what is free: the same in every run */
 	len = opt.size_set ? (size_t)opt.size_mb * MIB :
+	      opt.leave_mb > 0 ? (size_t)opt.leave_mb * MIB / 2 * 3 :
 	      (size_t)(free_fast / 2 * 3) & ~(PMD_SIZE - 1);
 	/* every byte must fit somewhere without swap: no OOM kill mid-run */
 	if ((long long)len > free_fast + free_slow * 3 / 4) {
@@ -2170,10 +2215,17 @@ static void run_tiering_one(int rep)
 		fatal(EXIT_USAGE, "cannot run on CPU %d: %s", cpu, strerror(errno));
 	snprintf(kswapd, sizeof(kswapd), "kswapd%d", fast);
 
+	/*
+	 * The hogs first: forked after the working set, they would share it
+	 * copy-on-write, and every rewrite would then copy a page.
+	 */
+	if (opt.hog)
+		tier_hogs_start();
 	w.buf = map_aligned(len);
 	if (!w.buf)
 		fatal(EXIT_USAGE, "mmap %zu MiB: %s", len / MIB, strerror(errno));
 	madvise(w.buf, len, kb > 4 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	madvise(w.buf, len, MADV_DONTFORK);
 	w.n = len / page_size;
 	w.gen = xmalloc(w.n * sizeof(*w.gen));
 	memset(w.gen, 0, w.n * sizeof(*w.gen));
@@ -2217,10 +2269,8 @@ static void run_tiering_one(int rep)
 		if (set_setting("/sys/kernel/debug/sched/numa_balancing/hot_threshold_ms", val))
 			note("tiering: cannot set hot_threshold_ms (debugfs mounted?)");
 	}
-	if (opt.hog)
-		tier_hogs_start();
-
 	tier_run(&w, now_ns() + (long long)(opt.warmup_s * 1e9), fast, NULL, NULL);
+	tier_where(&w, fast, fast_tier, start);
 	{
 		unsigned long long touched0 = w.touched, passes0 = w.passes;
 
@@ -2277,6 +2327,8 @@ static void run_tiering_one(int rep)
 		j_num(&j, "hot_on_fast_pct", on_fast / samples);
 	else
 		j_null(&j, "hot_on_fast_pct");
+	j_int(&j, "start_fast_pages", start[0]);
+	j_int(&j, "start_slow_pages", start[1]);
 	j_int(&j, "end_fast_pages", where[0]);
 	j_int(&j, "end_slow_pages", where[1]);
 	j_int(&j, "end_other_pages", where[2]);

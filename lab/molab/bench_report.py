@@ -295,7 +295,9 @@ def tiering_rows(recs):
     window, and the share of the hot window found on the fast node.
 
     Returns (rows, idle): idle lists the records whose window saw no
-    demotion or no promotion, which measured no tiering at all.
+    demotion, or no promotion without the hog: they measured no tiering.
+    Under the hog, promotion may starve (kswapd cannot keep the fast node
+    above its watermarks): a result to show, not a run that did nothing.
     """
     def derived(r):
         sec = r.get("seconds")
@@ -308,7 +310,8 @@ def tiering_rows(recs):
     idle = [{"variant": r["variant"], "round": r["round"], "config": config_of(r),
              "hog": bool(r.get("hog")), "demoted": r.get("demoted"),
              "promoted": r.get("pgpromote_success")}
-            for r in recs if not r.get("demoted") or not r.get("pgpromote_success")]
+            for r in recs if not r.get("demoted")
+            or (not r.get("pgpromote_success") and not r.get("hog"))]
     key = lambda r: (config_of(r), bool(r.get("hog")))
     groups = defaultdict(list)
     for r in recs:
