@@ -34,7 +34,8 @@ KEEP_MODULES = ("mtcopy", "dcbm", "swdma", "ptdma", "ioatdma", "idxd")
 SERIES_ONLY = ("CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_MIGRATE_OFFLOAD_MTCOPY", "CONFIG_SWDMA")
 # bindeb-pkg's tools (dpkg-buildpackage and what debian/rules calls)
 TOOLS = {"dpkg-buildpackage": "dpkg-dev", "fakeroot": "fakeroot", "bc": "bc",
-         "rsync": "rsync", "cpio": "cpio", "flex": "flex", "bison": "bison", "kmod": "kmod"}
+         "rsync": "rsync", "cpio": "cpio", "flex": "flex", "bison": "bison", "kmod": "kmod",
+         "dh": "debhelper"}  # dpkg-buildpackage checks debhelper-compat (= 12)
 
 
 def debian_config():
@@ -46,8 +47,8 @@ def debian_config():
                            "install Debian's linux-config-6.12 package (or copy its "
                            f"{DEBIAN_FLAVOUR} to {DEBIAN_CONFIG_DIR})")
         say("== installing linux-config-6.12 (Debian's kernel configurations)")
-        run(["apt-get", "install", "-y", "-q", "linux-config-6.12"],
-            what="apt-get install linux-config-6.12",
+        run(["apt-get", "install", "-y", "-qq", "linux-config-6.12"],
+            capture=True, what="apt-get install linux-config-6.12",
             hint="it is in bookworm-security and bookworm-backports: check /etc/apt/sources.list")
     if not cfg.exists():
         raise LabError(f"linux-config-6.12 has no {DEBIAN_FLAVOUR}",
@@ -59,7 +60,7 @@ def _tools():
     missing = sorted({pkg for t, pkg in TOOLS.items() if not shutil.which(t)})
     if missing:
         say(f"== installing {' '.join(missing)}")
-        run(["apt-get", "install", "-y", "-q", *missing], what="apt-get install",
+        run(["apt-get", "install", "-y", "-qq", *missing], capture=True, what="apt-get install",
             hint=f"install {' '.join(missing)}, then run again")
 
 

@@ -38,8 +38,8 @@ def build_mo_bench(outdir):
     if not shutil.which("cc") or not _have_libnuma():
         if shutil.which("apt-get") and os.geteuid() == 0:
             say("== installing gcc and libnuma-dev (apt-get)")
-            run(["apt-get", "install", "-y", "-q", "gcc", "libc6-dev", "libnuma-dev"],
-                what="apt-get install gcc libnuma-dev",
+            run(["apt-get", "install", "-y", "-qq", "gcc", "libc6-dev", "libnuma-dev"],
+                capture=True, what="apt-get install gcc libnuma-dev",
                 hint="install a C compiler and libnuma's headers, then run again")
         else:
             raise LabError("no C compiler or no libnuma headers (numaif.h)",
