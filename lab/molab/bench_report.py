@@ -1056,6 +1056,30 @@ def plots(summary, outdir):
     if summary["count"]:
         line_plot(summary["count"], "folios", "gbps", "2M folios moved", "GB/s",
                   "Throughput vs folio count (2M)", "throughput_vs_count.png")
+    tier = summary.get("tiering") or []
+    if tier:
+        cfgs = list(dict.fromkeys(r["config"] for r in tier))
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+        for hog, off in ((False, -0.2), (True, 0.2)):
+            rows = {r["config"]: r for r in tier if r["hog"] == hog}
+            xs = [i + off for i, c in enumerate(cfgs) if c in rows]
+            label = "with hog" if hog else "alone"
+            axes[0].bar(xs, [rows[c]["touch_per_s"] or 0 for c in cfgs if c in rows],
+                        width=0.4, label=label)
+            axes[1].bar(xs, [(rows[c]["demote_per_s"] or 0) + (rows[c]["promote_per_s"] or 0)
+                             for c in cfgs if c in rows], width=0.4, label=label)
+        for ax, yl in ((axes[0], "pages touched / s (task progress)"),
+                       (axes[1], "pages demoted + promoted / s")):
+            ax.set_xticks(range(len(cfgs)))
+            ax.set_xticklabels(cfgs, rotation=30, fontsize=8)
+            ax.set_ylabel(yl)
+            ax.legend(fontsize=8)
+        fig.suptitle("Tiering (medians over rounds; emulated: compare within a run)")
+        path = outdir / "tiering.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
     lat = [r for r in summary["latency"] if r["folio_kb"] == 4]
     if lat:
         line_plot(lat, "batch", "first_usable_us", "4K pages per move_pages() call",

@@ -130,3 +130,11 @@ def test_deb_refuses_bad_input(tmp_path):
         deb.build("broken")
     with pytest.raises(LabError, match="LSMOD=.*no such file"):
         deb.build("patched", lsmod=tmp_path / "nope")
+
+
+def test_tiering_plot(tmp_path):
+    pytest.importorskip("matplotlib")     # lab/setup.sh installs it
+    s = br.summarize([tier("vanilla", 0, "vanilla", 100.0), tier("patched", 0, "none", 90.0),
+                      tier("patched", 0, "none", 50.0, hog=True)])
+    assert tmp_path / "tiering.png" in br.plots(s, tmp_path)
+    assert (tmp_path / "tiering.png").stat().st_size > 1000
