@@ -1893,9 +1893,14 @@ static double task_cpu_s(const char *comm)
 			if (n <= 0)
 				continue;
 			snprintf(path, sizeof(path), "/proc/%d/comm", n);
-			if (!read_file(path, buf, sizeof(buf)) &&
-			    !strncmp(buf, comm, strlen(comm)) &&
-			    (buf[strlen(comm)] == '\n' || !buf[strlen(comm)])) {
+			if (read_file(path, buf, sizeof(buf)) ||
+			    strncmp(buf, comm, strlen(comm)) ||
+			    (buf[strlen(comm)] != '\n' && buf[strlen(comm)]))
+				continue;
+			/* a kernel thread: a child of kthreadd (pid 2) */
+			snprintf(path, sizeof(path), "/proc/%d/stat", n);
+			p = read_file(path, buf, sizeof(buf)) ? NULL : strrchr(buf, ')');
+			if (p && atoi(p + 4) == 2) {
 				pid = n;
 				break;
 			}
@@ -1939,8 +1944,12 @@ static void tier_snap_take(struct tier_snap *s, const char *kswapd)
 {
 	char line[256], name[128];
 	long long val;
-	FILE *f = fopen("/proc/vmstat", "r");
+	FILE *f;
 	size_t i;
+
+	/* the node counters' per-CPU parts folded in: exact at this moment */
+	write_file("/proc/sys/vm/stat_refresh", "1");
+	f = fopen("/proc/vmstat", "r");
 
 	memset(s, 0, sizeof(*s));
 	while (f && fgets(line, sizeof(line), f)) {
@@ -1986,9 +1995,16 @@ struct tier_ws {
 	int *query;
 };
 
+/*
+ * Differences between seeds are (page, generation) differences, so no page
+ * can verify as another or as an older copy of itself; the nonce, new in
+ * every run, keeps a frame a previous run left from verifying.
+ */
+static uint64_t tier_nonce;
+
 static uint64_t tier_seed(size_t page, uint32_t gen)
 {
-	return 0x7e1e5eedULL << 32 ^ (uint64_t)gen << 20 ^ page;
+	return tier_nonce + ((uint64_t)gen << 32) + page;
 }
 
 static void tier_touch(struct tier_ws *w, size_t i)
@@ -2020,12 +2036,14 @@ static void tier_run(struct tier_ws *w, long long until_ns, int fast,
 				long long t = now_ns();
 
 				if (on_fast && t >= next_sample) {
-					size_t i, on = 0, m = 0;
+					/* at most 4096 pages spread over the window */
+					size_t i, on = 0, m = 0, stride = w->hot / 4096 + 1;
+					size_t nq = (w->hot + stride - 1) / stride;
 
-					for (i = 0; i < w->hot; i++)
-						w->query_pages[i] = w->buf + ((w->start + i) % w->n) * page_size;
-					if (!move_pages(0, w->hot, w->query_pages, NULL, w->query, 0)) {
-						for (i = 0; i < w->hot; i++) {
+					for (i = 0; i < nq; i++)
+						w->query_pages[i] = w->buf + ((w->start + i * stride) % w->n) * page_size;
+					if (!move_pages(0, nq, w->query_pages, NULL, w->query, 0)) {
+						for (i = 0; i < nq; i++) {
 							on += w->query[i] == fast;
 							m += w->query[i] >= 0;
 						}
@@ -2082,17 +2100,19 @@ static void tier_where(struct tier_ws *w, int fast, int fast_tier, size_t out[4]
 	}
 }
 
-static void tier_hogs_start(void)
+/* A busy loop pinned to every CPU of @cpus. */
+static void tier_hogs_start(const cpu_set_t *cpus)
 {
 	struct hog_shared *sh;
-	int cpu, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int cpu;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		fatal(EXIT_USAGE, "mmap: %s", strerror(errno));
-	for (cpu = 0; cpu < ncpu && nr_tier_hogs < MAX_HOGS; cpu++)
-		tier_hogs[nr_tier_hogs++] = start_hog(cpu, sh);
+	for (cpu = 0; cpu < CPU_SETSIZE && nr_tier_hogs < MAX_HOGS; cpu++)
+		if (CPU_ISSET(cpu, cpus))
+			tier_hogs[nr_tier_hogs++] = start_hog(cpu, sh);
 }
 
 static void tier_hogs_stop(void)
@@ -2119,7 +2139,8 @@ static void run_tiering_one(int rep)
 	double on_fast = 0, secs;
 	int samples = 0, policy_ok;
 	const char *policy = "bind+numa_balancing";
-	cpu_set_t set;
+	cpu_set_t set, allowed;
+	int hogs;
 	size_t i;
 
 	/* no balancing while the working set is placed */
@@ -2209,6 +2230,8 @@ static void run_tiering_one(int rep)
 	cpu = opt.cpu >= 0 ? opt.cpu : node_first_cpu(fast);
 	if (cpu < 0)
 		fatal(EXIT_USAGE, "node %d has no CPU: give --cpu", fast);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		fatal(EXIT_USAGE, "sched_getaffinity: %s", strerror(errno));
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
@@ -2220,7 +2243,9 @@ static void run_tiering_one(int rep)
 	 * copy-on-write, and every rewrite would then copy a page.
 	 */
 	if (opt.hog)
-		tier_hogs_start();
+		tier_hogs_start(&allowed);
+	hogs = nr_tier_hogs;
+	tier_nonce = (uint64_t)now_ns() * MO_PATTERN_G ^ (uint64_t)getpid() << 40 ^ rep;
 	w.buf = map_aligned(len);
 	if (!w.buf)
 		fatal(EXIT_USAGE, "mmap %zu MiB: %s", len / MIB, strerror(errno));
@@ -2240,11 +2265,11 @@ static void run_tiering_one(int rep)
 	 * promoted back to it by NUMA balancing (MPOL_F_NUMA_BALANCING).
 	 */
 	mask[fast / (8 * sizeof(unsigned long))] |= 1UL << (fast % (8 * sizeof(unsigned long)));
-	policy_ok = !mbind(w.buf, len, MPOL_BIND | MPOL_F_NUMA_BALANCING, mask, MAX_NODES, 0);
+	policy_ok = !mbind(w.buf, len, MPOL_BIND | MPOL_F_NUMA_BALANCING, mask, MAX_NODES + 1, 0);
 	if (!policy_ok) {
 		/* before 5.12: preferred, so that the balancer may still move it */
-		policy = "preferred";
-		mbind(w.buf, len, MPOL_PREFERRED, mask, MAX_NODES, 0);
+		policy = mbind(w.buf, len, MPOL_PREFERRED, mask, MAX_NODES + 1, 0) ?
+			 "default" : "preferred";
 	}
 	for (i = 0; i < w.n; i++)
 		fill(w.buf + i * page_size, i * page_size, page_size, tier_seed(i, 0));
@@ -2300,6 +2325,7 @@ static void run_tiering_one(int rep)
 	j_int(&j, "hot_pct", opt.hot_pct);
 	j_int(&j, "hot_pages", w.hot);
 	j_bool(&j, "hog", opt.hog);
+	j_int(&j, "hogs", hogs);
 	j_int(&j, "scan_ms", opt.scan_ms);
 	j_num(&j, "warmup_s", opt.warmup_s);
 	j_num(&j, "seconds", secs);

@@ -658,6 +658,11 @@ def cmd_kit_test(a):
             deb.build("patched", lsmod=lsmod)
         image = deb.image_deb("patched")
         vmlinuz, release, root = deb.extract(image, deb.DEB_DIR / "patched" / "root")
+        want = f"{deb.kernel_version(tree.DEFAULT_TREE)}-mo-patched"
+        if release != want:
+            raise LabError(f"{image.name} holds kernel {release}, not {want}",
+                           "make deb names the release <version>-mo-<variant>: see "
+                           "lab/molab/deb.py")
     with timer.step("initramfs"):
         # The package's kernel and modules; the guest programs built against
         # the same tree (uapi headers installed from it).

@@ -30,12 +30,20 @@ DEBIAN_CONFIG_DIR = Path("/usr/src/linux-config-6.12")
 DEBIAN_FLAVOUR = "config.amd64_none_amd64.xz"
 FRAGMENT = CONFIGS / "deb.config"
 # Kept by localmodconfig whatever the list says: the engines and their providers.
-KEEP_MODULES = ("mtcopy", "dcbm", "swdma", "ptdma", "ioatdma", "idxd")
+# (and the CXL and dax stack, which brings a CXL machine's lower tier online:
+# an lsmod taken before that memory was onlined must not drop them).
+KEEP_MODULES = ("mtcopy", "dcbm", "swdma", "ptdma", "ioatdma", "idxd", "idxd_bus", "dca",
+                "cxl_core", "cxl_acpi", "cxl_pci", "cxl_port", "cxl_mem", "cxl_pmem",
+                "dax_hmem", "device_dax", "kmem", "dax_pmem")
 SERIES_ONLY = ("CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_MIGRATE_OFFLOAD_MTCOPY", "CONFIG_SWDMA")
 # bindeb-pkg's tools (dpkg-buildpackage and what debian/rules calls)
 TOOLS = {"dpkg-buildpackage": "dpkg-dev", "fakeroot": "fakeroot", "bc": "bc",
          "rsync": "rsync", "cpio": "cpio", "flex": "flex", "bison": "bison", "kmod": "kmod",
-         "dh": "debhelper"}  # dpkg-buildpackage checks debhelper-compat (= 12)
+         "dh": "debhelper",  # dpkg-buildpackage checks debhelper-compat (= 12)
+         "gcc": "build-essential", "make": "build-essential", "git": "git", "xz": "xz-utils",
+         "pkg-config": "pkg-config"}
+# headers the build needs (Build-Depends-Arch of the generated debian/control)
+HEADERS = {"/usr/include/libelf.h": "libelf-dev", "/usr/include/openssl/ssl.h": "libssl-dev"}
 
 
 def debian_config():
@@ -57,7 +65,10 @@ def debian_config():
 
 
 def _tools():
-    missing = sorted({pkg for t, pkg in TOOLS.items() if not shutil.which(t)})
+    missing = sorted({pkg for t, pkg in TOOLS.items() if not shutil.which(t)}
+                     | {pkg for h, pkg in HEADERS.items() if not Path(h).exists()}
+                     | ({"linux-source-6.12"} if not Path("/usr/src/linux-source-6.12.tar.xz")
+                        .exists() and not (BUILD / "linux").exists() else set()))
     if missing:
         say(f"== installing {' '.join(missing)}")
         run(["apt-get", "install", "-y", "-qq", *missing], capture=True, what="apt-get install",
@@ -93,7 +104,7 @@ def configure(variant, src, obj, lsmod=None):
         with open(obj / ".config", "wb") as f:
             f.write(subprocess.run(["xzcat", str(debian_config())], check=True,
                                    capture_output=True).stdout)
-        mk = ["make", "-C", str(src), f"O={obj}", "-s"]
+        mk = ["make", "-C", str(src), f"O={obj}", "-s", "LOCALVERSION="]
         step([str(src / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(obj),
               str(obj / ".config"), str(frag)], "merge_config.sh")
         step(locked([*mk, "olddefconfig"]), "make olddefconfig")
@@ -146,7 +157,10 @@ def build(variant="patched", lsmod=None, ksrc=None):
     say(f"  make bindeb-pkg -j{nproc()} (log {rel(log)})")
     t0 = time.monotonic()
     with open(log, "w") as lf:
-        rc = subprocess.run(locked(["make", "-C", str(src), f"O={obj}", "CC=ccache gcc",
+        # LOCALVERSION= (empty, but set): the release is <version>-mo-<variant>,
+        # without the "+" setlocalversion adds to a git tree not at a tag.
+        cc = ["CC=ccache gcc"] if shutil.which("ccache") else []
+        rc = subprocess.run(locked(["make", "-C", str(src), f"O={obj}", *cc, "LOCALVERSION=",
                                     f"-j{nproc()}", "bindeb-pkg"]),
                             stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env).returncode
@@ -156,13 +170,23 @@ def build(variant="patched", lsmod=None, ksrc=None):
             say(f"    | {line}")
         raise LabError(f"make bindeb-pkg of {variant} failed: {cause}", f"see {rel(log)}")
     debs = sorted(top.glob("*.deb"))
-    if not any(d.name.startswith("linux-image-") for d in debs):
-        raise LabError(f"make bindeb-pkg left no linux-image package in {rel(top)}",
-                       f"see {rel(log)}")
+    want = f"linux-image-{kernel_version(src)}-mo-{variant}_"
+    if not any(d.name.startswith(want) for d in debs):
+        raise LabError(f"make bindeb-pkg left no {want}*.deb in {rel(top)} (have: "
+                       f"{', '.join(d.name for d in debs) or 'none'})", f"see {rel(log)}")
     say(f"  built in {time.monotonic() - t0:.0f}s:")
     for d in debs:
         say(f"    {rel(d)} ({d.stat().st_size / 2**20:.1f} MiB)")
     return debs
+
+
+def kernel_version(src):
+    """"6.12.117" from the tree's top Makefile."""
+    from .util import read_makefile_version
+    v = read_makefile_version(src)
+    if not v:
+        raise LabError(f"{src}: no kernel version in its Makefile", "check the tree")
+    return ".".join(map(str, v))
 
 
 def image_deb(variant):
