@@ -98,6 +98,7 @@ static struct {
 	double seconds, warmup_s;
 	long leave_mb;		/* tiering: free memory left on the fast node */
 	int scan_ms, hot_ms;	/* tiering: NUMA balancing periods (0: as found) */
+	bool squeeze;		/* tiering: push other pages off the node first */
 } opt = {
 	.size_mb = 256, .from = 0, .to = 1, .reps = -1, .node = 1,
 	.fill_pct = 80, .huge = -1, .cpu = -1, .threads = 1,
@@ -1563,7 +1564,7 @@ struct hog_shared {
 
 static pid_t start_hog(int cpu, struct hog_shared *sh)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid < 0)
 		fatal(EXIT_USAGE, "fork: %s", strerror(errno));
@@ -1572,6 +1573,8 @@ static pid_t start_hog(int cpu, struct hog_shared *sh)
 		unsigned int i;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)	/* the parent died before prctl() */
+			_exit(0);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		CPU_ZERO(&set);
@@ -1921,6 +1924,8 @@ static double task_cpu_s(const char *comm)
 	return jiffies_s(ut + st);
 }
 
+static struct hog_shared *tier_hog_sh;	/* the hogs' counter, if they run */
+
 static const char *const tier_keys[] = {
 	"pgdemote_kswapd", "pgdemote_direct", "pgdemote_khugepaged",
 	"pgpromote_success", "pgpromote_candidate", "numa_hint_faults",
@@ -1935,6 +1940,8 @@ enum { TK_DEM_KSWAPD, TK_DEM_DIRECT, TK_DEM_KHUGE, TK_PROMOTED, TK_CANDIDATES,
 struct tier_snap {
 	long long v[NR_TIER_KEYS];
 	bool have[NR_TIER_KEYS];
+	long long st[NR_ST];	/* /proc/stat "cpu": the whole machine */
+	long long hog;		/* the hogs' iterations */
 	double kswapd_s;
 	struct rusage ru;
 	long long t;
@@ -1963,6 +1970,15 @@ static void tier_snap_take(struct tier_snap *s, const char *kswapd)
 	}
 	if (f)
 		fclose(f);
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			sscanf(line, "cpu %lld %lld %lld %lld %lld %lld %lld %lld",
+			       &s->st[0], &s->st[1], &s->st[2], &s->st[3],
+			       &s->st[4], &s->st[5], &s->st[6], &s->st[7]);
+		fclose(f);
+	}
+	s->hog = tier_hog_sh ? hog_count(tier_hog_sh) : 0;
 	s->kswapd_s = task_cpu_s(kswapd);
 	getrusage(RUSAGE_SELF, &s->ru);
 	s->t = now_ns();
@@ -2110,6 +2126,7 @@ static void tier_hogs_start(const cpu_set_t *cpus)
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		fatal(EXIT_USAGE, "mmap: %s", strerror(errno));
+	tier_hog_sh = sh;
 	for (cpu = 0; cpu < CPU_SETSIZE && nr_tier_hogs < MAX_HOGS; cpu++)
 		if (CPU_ISSET(cpu, cpus))
 			tier_hogs[nr_tier_hogs++] = start_hog(cpu, sh);
@@ -2175,12 +2192,12 @@ static void run_tiering_one(int rep)
 	}
 
 	/*
-	 * The fast node made small: hugetlb pages hold all but --leave MiB.
-	 * First a request for the whole node, given back at once: its reclaim
-	 * demotes what else can leave the node (the guest's tmpfs files, a
-	 * previous run's leftovers), which would otherwise make room later,
-	 * under the measurement. Then the ballast, adjusted both ways until
-	 * what is free stays within 16 MiB of --leave.
+	 * The fast node made small: hugetlb pages hold all but --leave MiB,
+	 * adjusted both ways until what is free stays within 16 MiB of it.
+	 * With --squeeze, first a request for the whole node, given back at
+	 * once: its reclaim demotes what else can leave the node (the guest's
+	 * tmpfs files), which would otherwise make room later, under the
+	 * measurement. A node with a hugetlb pool of its own is left alone.
 	 */
 	free_fast = node_memfree(fast);
 	if (opt.leave_mb > 0 && free_fast > (long long)(opt.leave_mb * MIB)) {
@@ -2188,11 +2205,19 @@ static void run_tiering_one(int rep)
 
 		snprintf(path, sizeof(path), NODE_DIR "/node%d/hugepages/hugepages-2048kB/nr_hugepages",
 			 fast);
-		snprintf(val, sizeof(val), "%lld", node_memtotal(fast) / PMD_SIZE);
-		if (set_setting(path, val))
-			fatal(EXIT_USAGE, "cannot write %s", path);
-		write_file(path, "0");
-		usleep(500000);
+		if (read_setting(path, val, sizeof(val)) || atoll(val) != 0) {
+			j_skipped(kb, 0, NULL, 0, "node %d has a hugetlb pool of its own (%s: %s); --leave needs it empty",
+				  fast, path, val);
+			restore_settings();
+			return;
+		}
+		if (opt.squeeze) {
+			snprintf(val, sizeof(val), "%lld", node_memtotal(fast) / PMD_SIZE);
+			if (set_setting(path, val))
+				fatal(EXIT_USAGE, "cannot write %s", path);
+			write_file(path, "0");
+			usleep(500000);
+		}
 		for (i = 0; i < 8; i++) {
 			long long diff;
 
@@ -2202,14 +2227,16 @@ static void run_tiering_one(int rep)
 				break;
 			have = have + diff > 0 ? have + diff : 0;
 			snprintf(val, sizeof(val), "%lld", have);
-			write_file(path, val);
+			if (set_setting(path, val))
+				fatal(EXIT_USAGE, "cannot write %s", path);
 			if (!read_setting(path, val, sizeof(val)))
 				have = atoll(val);
 			usleep(500000);
 		}
 		ballast = have * PMD_SIZE;
 		free_fast = node_memfree(fast);
-		if (free_fast < leave / 2 || free_fast > leave * 2) {
+		/* the pressure every run is compared at: within 1/8 of --leave */
+		if (free_fast < leave / 8 * 7 || free_fast > leave / 8 * 9) {
 			j_skipped(kb, 0, NULL, 0, "cannot leave %ld MiB free on node %d (%lld MiB free with %lld MiB of hugetlb pages)",
 				  opt.leave_mb, fast, free_fast / (long long)MIB, ballast / (long long)MIB);
 			restore_settings();
@@ -2308,6 +2335,10 @@ static void run_tiering_one(int rep)
 		w.passes -= passes0;
 	}
 	tier_hogs_stop();
+	if (tier_hog_sh) {
+		munmap(tier_hog_sh, sizeof(*tier_hog_sh));
+		tier_hog_sh = NULL;
+	}
 	set_setting("/proc/sys/kernel/numa_balancing", "0");
 	tier_where(&w, fast, fast_tier, where);
 	for (i = 0; i < w.n; i++)
@@ -2349,6 +2380,32 @@ static void run_tiering_one(int rep)
 		j_null(&j, "kswapd_cpu_s");
 	j_num(&j, "app_user_s", tv_s(b.ru.ru_utime) - tv_s(a.ru.ru_utime));
 	j_num(&j, "app_sys_s", tv_s(b.ru.ru_stime) - tv_s(a.ru.ru_stime));
+	{
+		/* the whole machine: kworkers and DMA threads included */
+		long long busy = 0, tot = 0;
+		int k;
+
+		for (k = 0; k < NR_ST; k++) {
+			tot += b.st[k] - a.st[k];
+			if (k != ST_IDLE && k != ST_IOWAIT)
+				busy += b.st[k] - a.st[k];
+		}
+		j_num(&j, "machine_busy_s", jiffies_s(busy));
+		j_num(&j, "machine_sys_s", jiffies_s((b.st[ST_SYSTEM] - a.st[ST_SYSTEM]) +
+						     (b.st[ST_IRQ] - a.st[ST_IRQ]) +
+						     (b.st[ST_SOFTIRQ] - a.st[ST_SOFTIRQ])));
+		j_num(&j, "machine_cpu_s", jiffies_s(tot));
+	}
+	if (opt.hog)
+		j_num(&j, "hog_per_s", secs > 0 ? (b.hog - a.hog) / secs : NAN);
+	{
+		char rs[160];
+
+		if (!read_setting(MO_DIR "/reasons", rs, sizeof(rs)))
+			j_str(&j, "reasons", rs);
+		else
+			j_null(&j, "reasons");
+	}
 	if (samples)
 		j_num(&j, "hot_on_fast_pct", on_fast / samples);
 	else
@@ -2477,6 +2534,10 @@ static void usage(FILE *f)
 "                   scan_period_min_ms = N, scan_period_max_ms = 10 N\n"
 "                   (debugfs) [as found]\n"
 "  --hot-ms N       tiering: NUMA balancing hot_threshold_ms [as found]\n"
+"  --squeeze        tiering, with --leave: first ask for the whole node in\n"
+"                   hugetlb pages and give them back, so that reclaim pushes\n"
+"                   other demotable pages off it (a test VM only: on a\n"
+"                   shared machine it reclaims every tenant's memory there)\n"
 "  --hog            tiering: a busy loop pinned to every online CPU\n"
 "  --config NAME    label for the \"config\" key [the engine name]\n"
 "  --json-out FILE  also append every JSON line to FILE\n"
@@ -2535,7 +2596,7 @@ int main(int argc, char **argv)
 	enum { O_SIZE = 256, O_FROM, O_TO, O_FOLIO, O_FOLIOS, O_PAGES, O_REPS,
 	       O_NODE, O_FILL, O_HUGE, O_HOG, O_JSON, O_CONFIG, O_CPU, O_TRIGGER,
 	       O_FIRST_REP, O_THREADS, O_SECONDS, O_WARMUP, O_HOT_PCT, O_LEAVE,
-	       O_SCAN_MS, O_HOT_MS };
+	       O_SCAN_MS, O_HOT_MS, O_SQUEEZE };
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "from", required_argument, NULL, O_FROM },
@@ -2560,6 +2621,7 @@ int main(int argc, char **argv)
 		{ "leave", required_argument, NULL, O_LEAVE },
 		{ "scan-ms", required_argument, NULL, O_SCAN_MS },
 		{ "hot-ms", required_argument, NULL, O_HOT_MS },
+		{ "squeeze", no_argument, NULL, O_SQUEEZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -2637,6 +2699,7 @@ int main(int argc, char **argv)
 		case O_LEAVE: opt.leave_mb = parse_num("--leave", optarg, 1, 1L << 30); break;
 		case O_SCAN_MS: opt.scan_ms = parse_num("--scan-ms", optarg, 1, 100000); break;
 		case O_HOT_MS: opt.hot_ms = parse_num("--hot-ms", optarg, 1, 1000000); break;
+		case O_SQUEEZE: opt.squeeze = true; break;
 		case 'h':
 			usage(stdout);
 			return 0;

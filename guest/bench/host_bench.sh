@@ -40,6 +40,14 @@ RB=$HERE/run_bench.sh
 fail() { echo "host_bench: $*" >&2; exit 2; }
 [ -f "$RB" ] || fail "run_bench.sh not found next to $0"
 [ "$(id -u)" = 0 ] || fail "run as root: it changes sysfs settings (and puts them back)"
+# The arguments first: a bad one changes nothing and writes nothing.
+for _a in "$@"; do
+	case $_a in
+	MO_HOST=*|MO_JSONL=*|MO_SEND=*) fail "$_a: set by host_bench.sh itself, not an argument" ;;
+	MO_[A-Z]*=*) ;;
+	*) fail "argument '$_a' is not MO_NAME=value" ;;
+	esac
+done
 
 # json_str TEXT: TEXT made safe for a JSON string.
 json_str() { printf '%s' "$1" | tr -d '"\\' | tr '\n\t' '  '; }
@@ -95,13 +103,11 @@ DIR=$OUTDIR/$HOST-$VARIANT-$(uname -r)-$STAMP
 mkdir -p "$DIR" || fail "cannot create $DIR"
 
 # Defaults for a real machine, then the caller's arguments (last wins).
-ARGS="MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3 MO_TO=$TO MO_COMPACT=off MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30"
-for _a in "$@"; do
-	case $_a in
-	MO_[A-Z]*=*) ARGS="$ARGS $_a" ;;
-	*) fail "argument '$_a' is not MO_NAME=value" ;;
-	esac
-done
+ARGS="MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3 MO_TO=$TO MO_COMPACT=off MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30 $*"
+case $(uname -r) in
+*-mo-vanilla|*-mo-patched) ;;
+*) echo "host_bench: warning: $(uname -r) is not a make deb kernel (-mo-vanilla, -mo-patched): a comparison needs both built from the same configuration" ;;
+esac
 
 nodes_json() {
 	_sep=
@@ -121,13 +127,42 @@ dma_json() {
 	for _c in /sys/class/dma/*; do
 		[ -e "$_c" ] || continue
 		_drv=$(basename "$(readlink -f "$_c/device/driver" 2>/dev/null)" 2>/dev/null)
-		printf '%s{"chan":"%s","driver":"%s","in_use":"%s"}' "$_sep" "${_c##*/}" \
-			"$(json_str "${_drv:-?}")" "$(cat "$_c/in_use" 2>/dev/null)"
+		printf '%s{"chan":"%s","driver":"%s","numa_node":"%s"}' "$_sep" "${_c##*/}" \
+			"$(json_str "${_drv:-?}")" "$(cat "$_c/device/numa_node" 2>/dev/null)"
 		_sep=,
 	done
 	printf ']'
 }
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+
+# The machine-wide settings the bench changes: saved, put back after it
+# (also when interrupted), and any that did not come back are reported.
+SETTINGS="/proc/sys/kernel/numa_balancing /sys/kernel/mm/numa/demotion_enabled
+/sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/migrate_offload/reasons
+/proc/sys/vm/percpu_pagelist_high_fraction
+$(ls /sys/kernel/mm/transparent_hugepage/hugepages-*/enabled /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null)"
+SAVED=$DIR/.settings
+: > "$SAVED"
+for _f in $SETTINGS; do
+	[ -r "$_f" ] || continue
+	# a choice file ("always [madvise] never") is written back as its choice
+	_v=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$_f")
+	echo "$_f ${_v:-$(cat "$_f")}" >> "$SAVED"
+done
+put_back() {
+	NOT_BACK=
+	while read -r _f _v; do
+		_now=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$_f")
+		_now=${_now:-$(cat "$_f")}
+		[ "$_now" = "$_v" ] && continue
+		echo "$_v" > "$_f" 2>/dev/null
+		_now=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$_f")
+		_now=${_now:-$(cat "$_f")}
+		[ "$_now" = "$_v" ] || NOT_BACK="$NOT_BACK $_f=$_now(was $_v)"
+		echo "host_bench: $_f was left at a changed value; put back${NOT_BACK:+ (failed)}"
+	done < "$SAVED"
+}
+trap 'put_back; exit 130' INT TERM
 
 # ---------------------------------------------------------------- the run
 
@@ -137,6 +172,9 @@ T0S=$(date +%s)
 MO_HOST=1 MO_SEND=0 MO_JSONL=$DIR/bench.jsonl sh "$RB" $ARGS > "$DIR/bench.log" 2>&1
 RC=$?
 T1S=$(date +%s)
+put_back
+trap - INT TERM
+rm -f "$SAVED"
 grep -e '^# summary' -e '^# *[a-z].*:' -e '^ok' -e '^not ok' "$DIR/bench.log" | tail -40
 
 cat > "$DIR/facts.json" <<EOF
@@ -146,6 +184,13 @@ cat > "$DIR/facts.json" <<EOF
  "nodes":$(nodes_json),"targets":"$TO","dma_channels":$(dma_json),
  "engines":"$(json_str "$(cat /sys/kernel/mm/migrate_offload/engine 2>/dev/null)")",
  "args":"$(json_str "$ARGS")","started":"$STAMP","seconds":$((T1S - T0S)),
+ "lru_gen":"$(json_str "$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)")",
+ "thp":"$(json_str "$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)")",
+ "min_free_kbytes":"$(cat /proc/sys/vm/min_free_kbytes)",
+ "watermark_scale_factor":"$(cat /proc/sys/vm/watermark_scale_factor 2>/dev/null)",
+ "swap_kb":"$(awk '/SwapTotal/ { print $2 }' /proc/meminfo)",
+ "governor":"$(json_str "$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)")",
+ "not_put_back":"$(json_str "${NOT_BACK:-}")",
  "kit_commit":"$(json_str "${MO_KIT_COMMIT:-}")","rc":$RC}
 EOF
 echo "host_bench: run_bench.sh exited $RC after $((T1S - T0S)) s; $DIR/{bench.jsonl,bench.log,facts.json}"

@@ -53,6 +53,10 @@
 #   MO_TIER_SECONDS=S    measured window (full 20, quick 10)
 #   MO_TIER_WARMUP=S     work before it (5)
 #   MO_TIER_REPS=N       passes over the configurations (1)
+#   MO_TIER_FOLIO=KB     folio size of the working set (4; 2048: THP)
+#   MO_TIER_REASONS=list migrate_offload/reasons during the part (as found:
+#                        the kernel's default keeps NUMA hinting promotions
+#                        on the per-folio path; "all" offloads them too)
 #   MO_TIER_SCAN_MS=N    NUMA balancing scan periods (mo_bench --scan-ms;
 #                        default: as the kernel has them)
 #   MO_TIER_HOT_MS=N     NUMA balancing hot_threshold_ms (default: as found)
@@ -60,7 +64,9 @@
 #                        (default /tmp/mo-bench.<pid>/bench.jsonl)
 #   MO_SEND=0            do not print the file as base64 (bare metal)
 #   MO_HOST=1            a real machine (host_bench.sh): dcbm only over the
-#                        DMA channels present, never swdma
+#                        DMA channels present, never swdma, and only with
+#                        MO_DCBM_UNTRUSTED_OK=1 (no provider is trusted yet);
+#                        tiering without --squeeze
 # Configuration names: none, cpu (built-in), mtcopy-<threads>,
 # dcbm-<channels> (over swdma, loaded with nr_chans=4 when no other DMA
 # provider module is loaded), or any other engine name as listed in
@@ -188,10 +194,17 @@ configure() {
 		# (on a real machine, MO_HOST=1: only the real ones)
 		if ! ls /sys/class/dma 2>/dev/null | grep -q .; then
 			[ "${MO_HOST:-0}" = 1 ] && {
-				WHY="no dmaengine channel on this machine (/sys/class/dma is empty): dcbm needs a memcpy-capable provider (PTDMA, IOAT, DSA with a work queue configured by accel-config, ...)"
+				WHY="no dmaengine channel on this machine (/sys/class/dma is empty): dcbm needs a memcpy-capable provider that can stop a transfer (in 6.12: AMD PTDMA; dcbm refuses IOAT and DSA, which cannot)"
 				return 1
 			}
 			load_mod swdma nr_chans=4 || { WHY=$MODERR; return 1; }
+		fi
+		# A real provider's terminate may not stop the hardware (AMD PTDMA's
+		# does not: docs/dcbm-provider-trust.md): on a real machine only
+		# when the operator says so.
+		if [ "${MO_HOST:-0}" = 1 ] && [ "${MO_DCBM_UNTRUSTED_OK:-0}" != 1 ]; then
+			WHY="dcbm over this machine's DMA providers ($(for _c in /sys/class/dma/*; do basename "$(readlink -f "$_c/device/driver")"; done | sort -u | tr '\n' ' ')) is not trusted yet: a hung transfer may still write after dcbm gives up (docs/dcbm-provider-trust.md); give MO_DCBM_UNTRUSTED_OK=1 on a test machine"
+			return 1
 		fi
 		load_mod dcbm || { WHY=$MODERR; return 1; }
 		PARAMS="nr_chan=${1#dcbm-}"
@@ -204,7 +217,11 @@ configure() {
 	*)
 		load_mod "$1" 2>/dev/null ;;	# any other engine module
 	esac
-	write_sys $MO/engine "$ENGINE" || { WHY=$WERR; return 1; }
+	if ! write_sys $MO/engine "$ENGINE"; then
+		# the engine's own reason is in the kernel log (dcbm: "not using ...")
+		WHY="$WERR; $(dmesg 2>/dev/null | grep -e "$ENGINE:" | tail -1 | sed 's/^\[[^]]*\] //')"
+		return 1
+	fi
 	if [ "$(engine_active)" != "$ENGINE" ]; then
 		WHY="selected $ENGINE, but the engine file says '$(engine_active)'"
 		return 1
@@ -396,6 +413,8 @@ if [ -d $MO ]; then
 	VARIANT=patched
 	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4}" | tr ',' ' ')
 	COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4}" | tr ',' ' ')
+	# put back at the end (and on INT/TERM): a real machine keeps its own
+	OLD_ENGINE=$(engine_active) OLD_REASONS=$(cat $MO/reasons)
 	write_sys $MO/engine none || echo "# bench: $WERR"
 	write_sys $MO/reasons all || echo "# bench: $WERR"
 	REASONS=$(cat $MO/reasons)
@@ -406,8 +425,26 @@ else
 	REASONS=
 fi
 [ "${MO_COMPACT:-}" = off ] && COMPACT=
+# Settings a part changes outside mo_bench (which restores its own): put
+# back at the end, and when the run is interrupted.
+NRHP=$(for _f in /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages; do
+	[ -e "$_f" ] && echo "$_f=$(cat "$_f")"; done)
+put_back() {
+	if [ -d $MO ] && [ -n "${OLD_REASONS:-}" ]; then
+		write_sys $MO/engine none
+		write_sys $MO/reasons "$OLD_REASONS" || echo "# bench: $WERR"
+		[ "$OLD_ENGINE" = none ] || write_sys $MO/engine "$OLD_ENGINE" || echo "# bench: $WERR"
+	fi
+	for _kv in $NRHP; do
+		[ "$(cat "${_kv%=*}")" = "${_kv##*=}" ] || write_sys "${_kv%=*}" "${_kv##*=}" ||
+			echo "# bench: $WERR"
+	done
+}
+trap 'put_back; exit 130' INT TERM
+TIER_ON=1
+[ "${MO_TIER:-1}" = 0 ] && TIER_ON=0
 echo "# bench: $MODE, kernel $(uname -r) ($VARIANT), $(nproc) cpus, nodes $NODES, size ${SIZE} MiB, reps $REPS"
-emit "{\"mode\":\"run\",\"bench\":\"$MODE\",\"variant\":\"$VARIANT\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"nodes\":\"$NODES\",\"size_mb\":$SIZE,\"reps\":$REPS,\"configs\":\"$(echo $CONFS | tr ' ' ',')\",\"reasons\":\"$(json_str "$REASONS")\"}"
+emit "{\"mode\":\"run\",\"bench\":\"$MODE\",\"variant\":\"$VARIANT\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"nodes\":\"$NODES\",\"size_mb\":$SIZE,\"reps\":$REPS,\"configs\":\"$(echo $CONFS | tr ' ' ',')\",\"reasons\":\"$(json_str "$REASONS")\",\"tier\":$TIER_ON}"
 
 # Set every configuration up once: absent ones are reported and dropped.
 OK_CONFS=
@@ -434,10 +471,13 @@ first=${OK_CONFS# }
 first=${first%% *}
 if [ -n "$first" ]; then
 	# the ceiling: one thread, and one per CPU (the parallelism there is)
-	use "$first" && run_part "$first" "memcpy" memcpy --size "$SIZE" --reps "$REPS" --from 0 --to 1
-	[ "$(nproc)" -gt 1 ] && use "$first" &&
-		run_part "$first" "memcpy x$(nproc)" memcpy --size "$SIZE" --reps "$REPS" \
-			--from 0 --to 1 --threads "$(nproc)"
+	use "$first" && run_part "$first" "memcpy" memcpy --size "$SIZE" --reps "$REPS" --from 0 --to "$TO1"
+	# mo_bench takes up to 64 threads
+	_nt=$(nproc)
+	[ "$_nt" -gt 64 ] && _nt=64
+	[ "$_nt" -gt 1 ] && use "$first" &&
+		run_part "$first" "memcpy x$_nt" memcpy --size "$SIZE" --reps "$REPS" \
+			--from 0 --to "$TO1" --threads "$_nt"
 	# how much of a 2M figure is the emulator (see mo_bench --help, alias)
 	run_part "$first" "alias" alias --size "$SIZE" --reps "$REPS"
 fi
@@ -481,11 +521,17 @@ done
 # Tiering: kswapd demotes, NUMA balancing promotes, under a moving hot
 # set; without and with a busy loop on every CPU. Rotated passes like
 # interleave(), one repetition each.
-if [ "${MO_TIER:-1}" != 0 ]; then
+if [ $TIER_ON = 1 ] && [ -n "$OK_CONFS" ]; then
 	case $MODE in quick) _ts=${MO_TIER_SECONDS:-10} ;; *) _ts=${MO_TIER_SECONDS:-20} ;; esac
-	_targs="--from ${MO_TIER_NODE:-0} --leave ${MO_TIER_LEAVE_MB:-256} --seconds $_ts --warmup ${MO_TIER_WARMUP:-5}"
+	_targs="--from ${MO_TIER_NODE:-0} --leave ${MO_TIER_LEAVE_MB:-256} --seconds $_ts --warmup ${MO_TIER_WARMUP:-5} --folio ${MO_TIER_FOLIO:-4}"
 	[ -n "${MO_TIER_SCAN_MS:-}" ] && _targs="$_targs --scan-ms $MO_TIER_SCAN_MS"
 	[ -n "${MO_TIER_HOT_MS:-}" ] && _targs="$_targs --hot-ms $MO_TIER_HOT_MS"
+	# the guest's own tmpfs pages pushed down first (mo_bench --squeeze):
+	# never on a real machine, whose other tenants it would reclaim
+	[ "${MO_HOST:-0}" = 1 ] || _targs="$_targs --squeeze"
+	# The migration reasons as the kernel had them (its default leaves NUMA
+	# hinting promotions on the per-folio path), unless MO_TIER_REASONS.
+	[ -d $MO ] && write_sys $MO/reasons "${MO_TIER_REASONS:-$OLD_REASONS}"
 	_r=0
 	while [ "$_r" -lt "${MO_TIER_REPS:-1}" ]; do
 		for hog in "" --hog; do
@@ -497,6 +543,7 @@ if [ "${MO_TIER:-1}" != 0 ]; then
 		done
 		_r=$((_r + 1))
 	done
+	[ -d $MO ] && write_sys $MO/reasons all
 fi
 
 if [ "$MODE" = full ]; then
@@ -615,7 +662,8 @@ profile_one() {
 if [ -d $MO ] && [ "${MO_PROFILE:-1}" != 0 ]; then
 	if [ -e $TR/events/migrate/mm_migrate_batch_phases/enable ] ||
 	   mount -t tracefs tracefs $TR 2>/dev/null && [ -e $TR/events/migrate/mm_migrate_batch_phases/enable ]; then
-		_obuf=$(cat $TR/buffer_size_kb)
+		# "7 (expanded: 1408)" before first use: the number alone
+		_obuf=$(cut -d' ' -f1 $TR/buffer_size_kb) _oon=$(cat $TR/tracing_on)
 		echo 16384 > $TR/buffer_size_kb
 		echo 1 > $TR/tracing_on
 		for f in $(echo "$FOLIO" | tr ',' ' '); do
@@ -624,6 +672,7 @@ if [ -d $MO ] && [ "${MO_PROFILE:-1}" != 0 ]; then
 			done
 		done
 		echo "$_obuf" > $TR/buffer_size_kb
+		echo "$_oon" > $TR/tracing_on
 	else
 		# the series has it: a patched kernel without it is a failure
 		echo "# profile: no mm_migrate_batch_phases tracepoint in this kernel (tracefs and trace events needed; MO_PROFILE=0 to go without)"
@@ -638,6 +687,8 @@ if [ -d $MO ]; then
 	write_sys $MO/engine none
 	for m in $LOADED; do rmmod "$m" 2>/dev/null; done
 fi
+put_back
+trap - INT TERM
 
 final_summary "$J" "$first"
 

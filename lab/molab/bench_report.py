@@ -260,9 +260,22 @@ def summarize(records):
                           "sys_pct": avg("sys_pct"), "hog_per_s": avg("hog_per_s")})
 
     tier_rows, tier_idle = tiering_rows([r for r in records if _usable(r, "tiering")])
+    # Tiering asked for (the run line's "tier") but skipped or missing in a
+    # boot: on a machine without a lower tier, say, the table would simply
+    # not be there, and the run must not read as a pass.
+    tier_missing = [{"variant": r["variant"], "round": r["round"], "config": config_of(r),
+                     "reason": r.get("reason") or ""}
+                    for r in records if r.get("mode") == "tiering" and r.get("skipped")]
+    for r in records:
+        if r.get("mode") == "run" and r.get("tier") == 1 and not any(
+                x.get("mode") == "tiering" and x["variant"] == r["variant"]
+                and x["round"] == r["round"] for x in records):
+            tier_missing.append({"variant": r["variant"], "round": r["round"], "config": None,
+                                 "reason": "no tiering record in this boot"})
     bad = sum(1 for r in records if (r.get("bad_bytes") or 0) > 0)
     out = {"throughput": rows, "count": count_rows, "latency": lat_rows,
-           "compaction": comp_rows, "tiering": tier_rows, "tiering_idle": tier_idle, "alias": alias_penalty(records),
+           "compaction": comp_rows, "tiering": tier_rows, "tiering_idle": tier_idle,
+           "tiering_missing": tier_missing, "alias": alias_penalty(records),
            "profile": profile_rows(records, mem_mean.get("patched")),
            "memcpy": {v: {"gbps": m, "rounds": mem_round.get(v, {}),
                           "by_threads": dict(sorted(mem_threads.get(v, {}).items()))}

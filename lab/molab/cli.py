@@ -548,6 +548,12 @@ def _bench_failures(run, summary):
                    "their window (the scenario did not run): "
                    + ", ".join(f"{i['variant']}-r{i['round']} {i['config']}"
                                f"{' hog' if i['hog'] else ''}" for i in idle[:6]))
+    miss = summary.get("tiering_missing") or []
+    if miss:
+        out.append(f"tiering was asked for but not measured {len(miss)} time(s): "
+                   + "; ".join(f"{m['variant']}-r{m['round']}"
+                               f"{' ' + m['config'] if m['config'] else ''}: {m['reason']}"
+                               for m in miss[:3]))
     return out
 
 

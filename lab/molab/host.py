@@ -102,6 +102,7 @@ def merge(dirs):
     in the tables but give no ratio.
     """
     from . import bench_report
+    dirs = list(dict.fromkeys(Path(d).resolve() for d in dirs))   # each once
     runs = [(_read_run(d), Path(d)) for d in dirs]
     runs.sort(key=lambda x: x[0][0].get("started", ""))
     variants = {f["variant"] for (f, _), _ in runs}
@@ -115,6 +116,13 @@ def merge(dirs):
         raise LabError(f"the runs come from {len(machines)} different machines: "
                        + "; ".join(f"{h} ({c}, {n} CPUs)" for h, c, n in sorted(machines, key=str)),
                        "only runs of one machine compare; give that machine's directories")
+    # One experiment: the same settings in every run, else the ratios
+    # would compare different buffers, windows or targets.
+    settings = {(f.get("args"), f.get("targets")) for (f, _), _ in runs}
+    if len(settings) > 1:
+        raise LabError("the runs were made with different settings: "
+                       + "; ".join(f"{a} (targets {t})" for a, t in sorted(settings, key=str)),
+                       "compare runs made with the same BENCH_ARGS; give those directories")
     seen = {"vanilla": 0, "patched": 0}
     records, problems, host_runs = [], [], []
     for (facts, jsonl), d in runs:
@@ -122,6 +130,14 @@ def merge(dirs):
         rnd = seen[v]
         seen[v] += 1
         recs = bench_report.load_records(jsonl, v, rnd)
+        lines = [l for l in jsonl.read_text(errors="replace").splitlines()
+                 if l.strip().startswith("{")]
+        if len(lines) != len(recs):
+            problems.append(f"{d.name}: {len(lines) - len(recs)} line(s) of bench.jsonl are "
+                            "not JSON (cut short?)")
+        if facts.get("not_put_back"):
+            problems.append(f"{d.name}: settings not put back after the run: "
+                            f"{facts['not_put_back']}")
         if facts.get("rc") != 0:
             problems.append(f"{d.name}: run_bench.sh exited {facts.get('rc')} "
                             f"(see {rel(d / 'bench.log')})")

@@ -138,3 +138,37 @@ def test_tiering_plot(tmp_path):
                       tier("patched", 0, "none", 50.0, hog=True)])
     assert tmp_path / "tiering.png" in br.plots(s, tmp_path)
     assert (tmp_path / "tiering.png").stat().st_size > 1000
+
+
+def test_tiering_asked_but_skipped_or_missing_fails():
+    recs = [{"mode": "run", "tier": 1, "variant": "vanilla", "round": 0},
+            {"mode": "run", "tier": 1, "variant": "patched", "round": 0},
+            {"mode": "tiering", "config": "none", "variant": "patched", "round": 0,
+             "skipped": True, "reason": "no memory tier below node 0's"},
+            tier("patched", 0, "cpu", 90.0, hog=True, demoted=0, promoted=0)]
+    s = br.summarize(recs)
+    fails = "\n".join(cli._bench_failures({"records": recs}, s))
+    assert "tiering was asked for but not measured 2 time(s)" in fails
+    assert "patched-r0 none: no memory tier below node 0's" in fails
+    assert "vanilla-r0: no tiering record in this boot" in fails
+    # a hog run that demoted nothing measured no tiering either
+    assert [(i["config"], i["hog"]) for i in s["tiering_idle"]] == [("cpu", True)]
+    # tiering off (MO_TIER=0): nothing asked, nothing missing
+    assert br.summarize([{"mode": "run", "tier": 0, "variant": "vanilla",
+                          "round": 0}])["tiering_missing"] == []
+
+
+def test_merge_refuses_different_settings_and_counts_each_dir_once(tmp_path):
+    v = write_run(tmp_path, "v", "vanilla", "1", [tput("vanilla", 1.0)])
+    p = write_run(tmp_path, "p", "patched", "2", [tput("dcbm-4", 2.0)])
+    facts = json.loads((p / "facts.json").read_text())
+    (p / "facts.json").write_text(json.dumps({**facts, "args": "MO_SIZE_MB=64"}))
+    with pytest.raises(LabError, match="different settings"):
+        host.merge([v, p])
+    (p / "facts.json").write_text(json.dumps({**facts, "not_put_back": "/x=1(was 0)"}))
+    with open(p / "bench.jsonl", "a") as f:
+        f.write('{"mode":"tput","cut sh\n')
+    run = host.merge([v, p, v, tmp_path / "v" / "." ])
+    assert [h["variant"] for h in run["facts"]["host_runs"]] == ["vanilla", "patched"]
+    assert any("1 line(s) of bench.jsonl are not JSON" in x for x in run["problems"])
+    assert any("settings not put back after the run: /x=1(was 0)" in x for x in run["problems"])
