@@ -307,10 +307,12 @@ def tiering_rows(recs):
     second, the fast node's kswapd and the task's CPU time as shares of the
     window, and the share of the hot window found on the fast node.
 
-    Returns (rows, idle): idle lists the records whose window saw no
-    demotion, or no promotion without the hog: they measured no tiering.
-    Under the hog, promotion may starve (kswapd cannot keep the fast node
-    above its watermarks): a result to show, not a run that did nothing.
+    Returns (rows, idle): idle lists the records without the hog whose
+    window saw no demotion or no promotion: they measured no tiering.
+    Under the hog, tiering may stall (the task's NUMA scanning runs on its
+    CPU time, kswapd shares a CPU with a busy loop): a result to show (the
+    row says "stalled"), not a run that did nothing; the same
+    configuration's run without the hog proves the scenario works.
     """
     def derived(r):
         sec = r.get("seconds")
@@ -323,8 +325,8 @@ def tiering_rows(recs):
     idle = [{"variant": r["variant"], "round": r["round"], "config": config_of(r),
              "hog": bool(r.get("hog")), "demoted": r.get("demoted"),
              "promoted": r.get("pgpromote_success")}
-            for r in recs if not r.get("demoted")
-            or (not r.get("pgpromote_success") and not r.get("hog"))]
+            for r in recs if not r.get("hog")
+            and (not r.get("demoted") or not r.get("pgpromote_success"))]
     key = lambda r: (config_of(r), bool(r.get("hog")))
     groups = defaultdict(list)
     for r in recs:
@@ -382,12 +384,17 @@ def _tiering_text(summary):
                    f"{_f(r['promote_per_s'], '{:.0f}')}/s  kswapd "
                    f"{_f(r['kswapd_share'], pct)} task {_f(r['app_share'], pct)} "
                    f"(sys {_f(r['app_sys_share'], pct)})  hot on fast "
-                   f"{_f(r['hot_on_fast_pct'], '{:.0f}')}%")
+                   f"{_f(r['hot_on_fast_pct'], '{:.0f}')}%"
+                   f"{' (stalled: no migration either way)' if _stalled(r) else ''}")
     for i in summary.get("tiering_idle") or []:
         out.append(f"  NO TIERING in {i['variant']} round {i['round']} {i['config']} "
                    f"hog={'yes' if i['hog'] else 'no'}: demoted {i['demoted']}, promoted "
                    f"{i['promoted']} in the window")
     return out
+
+
+def _stalled(r):
+    return not r.get("demote_per_s") and not r.get("promote_per_s")
 
 
 def _tiering_md(summary):
@@ -408,7 +415,8 @@ def _tiering_md(summary):
                    f"{_ratio(r, 'vs_none_', sep=' ')} | {_f(r['demote_per_s'], '{:.0f}')} | "
                    f"{_f(r['promote_per_s'], '{:.0f}')} | {_f(r['kswapd_share'], pct)} | "
                    f"{_f(r['app_share'], pct)} ({_f(r['app_sys_share'], pct)}) | "
-                   f"{_f(r['hot_on_fast_pct'], '{:.0f}')}% |")
+                   f"{_f(r['hot_on_fast_pct'], '{:.0f}')}%"
+                   f"{' (stalled)' if _stalled(r) else ''} |")
     out.append("")
     return out
 
