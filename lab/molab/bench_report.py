@@ -320,7 +320,9 @@ def tiering_rows(recs):
         app = user + sys_ if isinstance(user, (int, float)) and isinstance(sys_, (int, float)) \
             else None
         return {**r, "kswapd_share": _share(r.get("kswapd_cpu_s"), sec),
-                "app_share": _share(app, sec), "app_sys_share": _share(sys_, sec)}
+                "app_share": _share(app, sec), "app_sys_share": _share(sys_, sec),
+                # busy CPUs of the machine, in CPUs: kworkers and DMA threads too
+                "machine_busy_cpus": _share(r.get("machine_busy_s"), sec)}
     recs = [derived(r) for r in recs]
     idle = [{"variant": r["variant"], "round": r["round"], "config": config_of(r),
              "hog": bool(r.get("hog")), "demoted": r.get("demoted"),
@@ -353,6 +355,8 @@ def tiering_rows(recs):
                      "demote_per_s": med("demote_per_s"), "promote_per_s": med("promote_per_s"),
                      "kswapd_share": med("kswapd_share"), "app_share": med("app_share"),
                      "app_sys_share": med("app_sys_share"),
+                     "machine_busy_cpus": med("machine_busy_cpus"),
+                     "hog_per_s": med("hog_per_s"),
                      "hot_on_fast_pct": med("hot_on_fast_pct"),
                      "batch_copied": med("pgmigrate_batch_copied"),
                      "working_set_mb": med("size_bytes") and med("size_bytes") / 2**20,
@@ -383,7 +387,10 @@ def _tiering_text(summary):
                    f"{_f(r['demote_per_s'], '{:.0f}')}/s promoted "
                    f"{_f(r['promote_per_s'], '{:.0f}')}/s  kswapd "
                    f"{_f(r['kswapd_share'], pct)} task {_f(r['app_share'], pct)} "
-                   f"(sys {_f(r['app_sys_share'], pct)})  hot on fast "
+                   f"(sys {_f(r['app_sys_share'], pct)}) machine busy "
+                   f"{_f(r.get('machine_busy_cpus'), '{:.2f}')} CPUs"
+                   f"{'  hog ' + _f(r.get('hog_per_s'), '{:.3g}') + '/s' if r['hog'] else ''}"
+                   f"  hot on fast "
                    f"{_f(r['hot_on_fast_pct'], '{:.0f}')}%"
                    f"{' (stalled: no migration either way)' if _stalled(r) else ''}")
     for i in summary.get("tiering_idle") or []:
@@ -407,14 +414,16 @@ def _tiering_md(summary):
            "progress against vanilla and against none: median of per-round ratios "
            "[min..max])", "",
            "| config | hog | n | pages touched/s | vs vanilla | vs none | demoted/s | "
-           "promoted/s | kswapd CPU | task CPU (sys) | hot on fast |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "promoted/s | kswapd CPU | task CPU (sys) | machine busy CPUs | hog/s | hot on fast |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['config']} | {'yes' if r['hog'] else 'no'} | {r['n']} | "
                    f"{_f(r['touch_per_s'], '{:.0f}')} | {_ratio(r, sep=' ')} | "
                    f"{_ratio(r, 'vs_none_', sep=' ')} | {_f(r['demote_per_s'], '{:.0f}')} | "
                    f"{_f(r['promote_per_s'], '{:.0f}')} | {_f(r['kswapd_share'], pct)} | "
                    f"{_f(r['app_share'], pct)} ({_f(r['app_sys_share'], pct)}) | "
+                   f"{_f(r.get('machine_busy_cpus'), '{:.2f}')} | "
+                   f"{_f(r.get('hog_per_s'), '{:.3g}') if r['hog'] else '-'} | "
                    f"{_f(r['hot_on_fast_pct'], '{:.0f}')}%"
                    f"{' (stalled)' if _stalled(r) else ''} |")
     out.append("")

@@ -14,7 +14,8 @@ def tier(variant, rnd, config, touch, hog=False, demoted=100, promoted=50, **kw)
          "touch_per_s": touch, "demoted": demoted, "pgpromote_success": promoted,
          "demote_per_s": demoted / 10, "promote_per_s": promoted / 10, "seconds": 10.0,
          "kswapd_cpu_s": 1.0, "app_user_s": 6.0, "app_sys_s": 2.0, "hot_on_fast_pct": 70.0,
-         "size_bytes": 384 << 20, "fast_free_mb": 256, "bad_bytes": 0, "verified": True}
+         "size_bytes": 384 << 20, "fast_free_mb": 256, "bad_bytes": 0, "verified": True,
+         "machine_busy_s": 15.0, "hog_per_s": 1e6 if hog else None}
     r.update(kw)
     return r
 
@@ -40,6 +41,7 @@ def test_tiering_rows_ratios_per_round_and_shares():
     assert "mtcopy-2   hog=no  n=3 touched 300/s 1.50x [1.50..1.50] vs none 1.50x" in text
     md = "\n".join(br.markdown_tables(s))
     assert "| mtcopy-2 | yes | 3 | 50 | 0.50 [0.50..0.50] | - |" in md
+    assert "| 10% | 80% (20%) | 1.50 | 1e+06 | 70% |" in md     # busy CPUs, hog rate
 
 
 def test_tiering_without_migrations_fails_the_run():
