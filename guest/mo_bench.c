@@ -2246,7 +2246,10 @@ static void run_tiering_one(int rep)
 	/* sized from --leave, not from what is free: the same in every run */
 	len = opt.size_set ? (size_t)opt.size_mb * MIB :
 	      opt.leave_mb > 0 ? (size_t)opt.leave_mb * MIB / 2 * 3 :
-	      (size_t)(free_fast / 2 * 3) & ~(PMD_SIZE - 1);
+	      (size_t)(free_fast / 2 * 3);
+	len &= ~(PMD_SIZE - 1);		/* whole 2M folios when --folio 2048 */
+	if (!len)
+		len = PMD_SIZE;
 	/* every byte must fit somewhere without swap: no OOM kill mid-run */
 	if ((long long)len > free_fast + free_slow * 3 / 4) {
 		j_skipped(kb, len, NULL, 0, "a %zu MiB working set does not fit on node %d (%lld MiB free) and the lower tier (%lld MiB free)",
