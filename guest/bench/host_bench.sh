@@ -20,8 +20,11 @@
 # here (MO_HOST=1). Defaults differ from the lab's, for real hardware
 # (MO_*=value arguments override them; see run_bench.sh for all):
 #   MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3   bigger buffers, more repetitions
-#   MO_TO=<nodes>     up to two other memory nodes: the first in node 0's
-#                     tier, the first in a lower tier
+#   MO_TO=<nodes>     up to two other memory nodes: the nearest in node 0's
+#                     tier, the nearest in a lower tier (SLIT distance)
+#   MO_TPUT_CPU=<cpu> the mover of tput and count pinned to node 0's first
+#                     CPU (on a 2-socket machine, where it runs decides
+#                     what a move crosses)
 #   MO_COMPACT=off    compaction fills a node: give MO_COMPACT=none,cpu,dcbm-4
 #                     MO_COMPACT_NODE=N for a node small enough
 #   MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30   tiering on node 0 with 2 GiB
@@ -82,15 +85,18 @@ done
 	fail "memory nodes here:${MEMNODES:- none}; migration needs two (a NUMA or CXL machine, or numa=fake=2 on the kernel command line for a smoke test)"
 case " $MEMNODES " in *" 0 "*) ;; *) fail "node 0 has no memory (memory nodes:$MEMNODES); the bench moves from node 0" ;; esac
 
-# The targets: the first other node of node 0's tier, the first of a lower one.
-T0=$(tier_of 0) SAME= LOWER=
+# The targets: the nearest other node of node 0's tier and the nearest node
+# of a lower one (by node 0's SLIT distances; ties: the lower number).
+dist() { awk -v n="$1" '{ print $(n + 1) }' "$NODE/node0/distance" 2>/dev/null; }
+T0=$(tier_of 0) SAME= LOWER= DSAME= DLOWER=
 for _n in $MEMNODES; do
 	[ "$_n" = 0 ] && continue
-	_t=$(tier_of "$_n")
+	_t=$(tier_of "$_n") _d=$(dist "$_n")
+	_d=${_d:-999}
 	if [ "$_t" = "$T0" ] || [ "$_t" = -1 ]; then
-		[ -z "$SAME" ] && SAME=$_n
-	elif [ "$_t" -gt "$T0" ] && [ -z "$LOWER" ]; then
-		LOWER=$_n
+		if [ -z "$SAME" ] || [ "$_d" -lt "$DSAME" ]; then SAME=$_n DSAME=$_d; fi
+	elif [ "$_t" -gt "$T0" ]; then
+		if [ -z "$LOWER" ] || [ "$_d" -lt "$DLOWER" ]; then LOWER=$_n DLOWER=$_d; fi
 	fi
 done
 TO=$(echo "$SAME $LOWER" | tr -s ' ' '\n' | grep . | tr '\n' ',' | sed 's/,$//')
@@ -103,7 +109,8 @@ DIR=$OUTDIR/$HOST-$VARIANT-$(uname -r)-$STAMP
 mkdir -p "$DIR" || fail "cannot create $DIR"
 
 # Defaults for a real machine, then the caller's arguments (last wins).
-ARGS="MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3 MO_TO=$TO MO_COMPACT=off MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30 $*"
+CPU0=$(cut -d, -f1 "$NODE/node0/cpulist" | cut -d- -f1)
+ARGS="MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3 MO_TO=$TO ${CPU0:+MO_TPUT_CPU=$CPU0 }MO_COMPACT=off MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30 $*"
 case $(uname -r) in
 *-mo-vanilla|*-mo-patched) ;;
 *) echo "host_bench: warning: $(uname -r) is not a make deb kernel (-mo-vanilla, -mo-patched): a comparison needs both built from the same configuration" ;;

@@ -37,6 +37,7 @@
 #                        may do little) (compact)
 #   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (95)
 #   MO_TO=list           tput targets (full 1,2; quick 1)
+#   MO_TPUT_CPU=N        the tput and count mover pinned to CPU N (unpinned)
 #   MO_PROFILE=0         no phase profile (default on, patched kernels: one
 #                        traced tput run per configuration and folio size
 #                        under the mm_migrate_batch_phases,
@@ -515,7 +516,8 @@ interleave() {
 }
 
 for to in $(echo "$TO" | tr ',' ' '); do
-	interleave "tput 0->$to" tput --size "$SIZE" --from 0 --to "$to" --folio "$FOLIO"
+	interleave "tput 0->$to" tput --size "$SIZE" --from 0 --to "$to" --folio "$FOLIO" \
+		${MO_TPUT_CPU:+--cpu "$MO_TPUT_CPU"}
 done
 
 # Tiering: kswapd demotes, NUMA balancing promotes, under a moving hot
@@ -547,7 +549,8 @@ if [ $TIER_ON = 1 ] && [ -n "$OK_CONFS" ]; then
 fi
 
 if [ "$MODE" = full ]; then
-	interleave "count 0->$TO1" count --from 0 --to "$TO1" --folios "$COUNT"
+	interleave "count 0->$TO1" count --from 0 --to "$TO1" --folios "$COUNT" \
+		${MO_TPUT_CPU:+--cpu "$MO_TPUT_CPU"}
 	interleave "latency 0->$TO1" latency --from 0 --to "$TO1" \
 		--pages "$LAT_PAGES" --folios "$LAT_FOLIOS"
 	for trig in $(echo "$CTRIG" | tr ',' ' '); do
