@@ -176,13 +176,19 @@ trap 'put_back; exit 130' INT TERM
 echo "host_bench: $VARIANT kernel $(uname -r), $(nproc) CPUs, memory nodes$MEMNODES, targets $TO; results in $DIR"
 T0S=$(date +%s)
 # shellcheck disable=SC2086 # ARGS is split into words on purpose
-MO_HOST=1 MO_SEND=0 MO_JSONL=$DIR/bench.jsonl sh "$RB" $ARGS > "$DIR/bench.log" 2>&1
-RC=$?
+# bench.log gets everything; the "# " summary lines are shown as they come
+# (a long run stays visibly alive)
+{ MO_HOST=1 MO_SEND=0 MO_JSONL=$DIR/bench.jsonl sh "$RB" $ARGS 2>&1; echo $? > "$DIR/.rc"; } |
+	while IFS= read -r _l; do
+		echo "$_l" >> "$DIR/bench.log"
+		case $_l in "# "*|"ok "*|"not ok "*) echo "$_l" ;; esac
+	done
+RC=$(cat "$DIR/.rc" 2>/dev/null || echo 1)
+rm -f "$DIR/.rc"
 T1S=$(date +%s)
 put_back
 trap - INT TERM
 rm -f "$SAVED"
-grep -e '^# summary' -e '^# *[a-z].*:' -e '^ok' -e '^not ok' "$DIR/bench.log" | tail -40
 
 cat > "$DIR/facts.json" <<EOF
 {"kind":"host-bench","variant":"$VARIANT","release":"$(json_str "$(uname -r)")",
