@@ -16,8 +16,8 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
                "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace", "reasons", "folios", "host_kit", "mm_selftests")
-KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry")
+               "batch_trace", "reasons", "folios", "host_kit", "auto", "mm_selftests")
+KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry", "migrate_offload_auto")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
 TEST_SMP = 3
