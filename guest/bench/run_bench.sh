@@ -19,13 +19,15 @@
 #                        of every configuration, then the next
 #   MO_SIZE_MB=N         tput/memcpy buffer in MiB (64)
 #   MO_ENGINES=a,b,...   configurations (patched default:
-#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4)
+#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto;
+#                        auto: the per-batch choice among the CPU,
+#                        mtcopy with 2 threads and dcbm with 4 channels)
 #   MO_FOLIO=list        tput folio sizes in KB (4,16,64,256,1024,2048)
 #   MO_COUNT=list        count: numbers of 2M folios (1,8,16,32,64)
 #   MO_LAT_PAGES=list    latency: 4K pages per call (1,8,32,128,512)
 #   MO_LAT_FOLIOS=list   latency: 2M folios per call (1,4,16)
 #   MO_COMPACT=list      configurations that also run compaction
-#                        (none,cpu,dcbm-4; "vanilla" always on vanilla;
+#                        (none,cpu,dcbm-4,auto; "vanilla" always on vanilla;
 #                        "off" for none)
 #   MO_COMPACT_NODE=N    node to fragment and compact (1)
 #   MO_COMPACT_TRIGGER=list  mo_bench compaction --trigger values, each run
@@ -173,6 +175,29 @@ write_sys() {
 	return 1
 }
 
+# dcbm_load CHANNELS: dcbm loaded over a DMA provider, nr_chan set; or $WHY
+# and returns 1.
+dcbm_load() {
+	# a DMA provider first: swdma, unless the machine has real ones
+	# (on a real machine, MO_HOST=1: only the real ones)
+	if ! ls /sys/class/dma 2>/dev/null | grep -q .; then
+		[ "${MO_HOST:-0}" = 1 ] && {
+			WHY="no dmaengine channel on this machine (/sys/class/dma is empty): dcbm needs a memcpy-capable provider that can stop a transfer (in 6.12: AMD PTDMA; dcbm refuses IOAT and DSA, which cannot)"
+			return 1
+		}
+		load_mod swdma nr_chans=4 || { WHY=$MODERR; return 1; }
+	fi
+	# A real provider's terminate may not stop the hardware (AMD PTDMA's
+	# does not: docs/dcbm-provider-trust.md): on a real machine only
+	# when the operator says so.
+	if [ "${MO_HOST:-0}" = 1 ] && [ "${MO_DCBM_UNTRUSTED_OK:-0}" != 1 ]; then
+		WHY="dcbm over this machine's DMA providers ($(for _c in /sys/class/dma/*; do basename "$(readlink -f "$_c/device/driver")"; done | sort -u | tr '\n' ' ')) is not trusted yet: a hung transfer may still write after dcbm gives up (docs/dcbm-provider-trust.md); give MO_DCBM_UNTRUSTED_OK=1 on a test machine"
+		return 1
+	fi
+	load_mod dcbm || { WHY=$MODERR; return 1; }
+	write_sys /sys/module/dcbm/parameters/nr_chan "$1" || { WHY=$WERR; return 1; }
+}
+
 # configure CONF: select the engine configuration CONF; sets $ENGINE and
 # $PARAMS, or $WHY and returns 1.
 configure() {
@@ -191,26 +216,23 @@ configure() {
 			{ WHY=$WERR; return 1; }
 		;;
 	dcbm-*)
-		# a DMA provider first: swdma, unless the machine has real ones
-		# (on a real machine, MO_HOST=1: only the real ones)
-		if ! ls /sys/class/dma 2>/dev/null | grep -q .; then
-			[ "${MO_HOST:-0}" = 1 ] && {
-				WHY="no dmaengine channel on this machine (/sys/class/dma is empty): dcbm needs a memcpy-capable provider that can stop a transfer (in 6.12: AMD PTDMA; dcbm refuses IOAT and DSA, which cannot)"
-				return 1
-			}
-			load_mod swdma nr_chans=4 || { WHY=$MODERR; return 1; }
-		fi
-		# A real provider's terminate may not stop the hardware (AMD PTDMA's
-		# does not: docs/dcbm-provider-trust.md): on a real machine only
-		# when the operator says so.
-		if [ "${MO_HOST:-0}" = 1 ] && [ "${MO_DCBM_UNTRUSTED_OK:-0}" != 1 ]; then
-			WHY="dcbm over this machine's DMA providers ($(for _c in /sys/class/dma/*; do basename "$(readlink -f "$_c/device/driver")"; done | sort -u | tr '\n' ' ')) is not trusted yet: a hung transfer may still write after dcbm gives up (docs/dcbm-provider-trust.md); give MO_DCBM_UNTRUSTED_OK=1 on a test machine"
-			return 1
-		fi
-		load_mod dcbm || { WHY=$MODERR; return 1; }
+		dcbm_load "${1#dcbm-}" || return 1
 		PARAMS="nr_chan=${1#dcbm-}"
-		write_sys /sys/module/dcbm/parameters/nr_chan "${1#dcbm-}" ||
-			{ WHY=$WERR; return 1; }
+		;;
+	auto)
+		# auto chooses among the CPU and every engine there is, as the
+		# bench's best fixed configurations have them: mtcopy with 2
+		# threads, dcbm with 4 channels (where dcbm-N would be absent,
+		# auto runs without it and says why in its parameters)
+		load_mod mtcopy || { WHY=$MODERR; return 1; }
+		write_sys /sys/module/mtcopy/parameters/threads 2 || { WHY=$WERR; return 1; }
+		PARAMS="mtcopy threads=2"
+		if dcbm_load 4; then
+			PARAMS="$PARAMS, dcbm nr_chan=4"
+		else
+			PARAMS="$PARAMS, no dcbm: $WHY"
+			WHY=
+		fi
 		;;
 	*-*)
 		WHY="unknown configuration '$1'"; return 1 ;;
@@ -412,8 +434,8 @@ echo "TAP version 13"
 NODES=$(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ',' | sed 's/,$//')
 if [ -d $MO ]; then
 	VARIANT=patched
-	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4}" | tr ',' ' ')
-	COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4}" | tr ',' ' ')
+	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto}" | tr ',' ' ')
+	COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4,auto}" | tr ',' ' ')
 	# put back at the end (and on INT/TERM): a real machine keeps its own
 	OLD_ENGINE=$(engine_active) OLD_REASONS=$(cat $MO/reasons)
 	write_sys $MO/engine none || echo "# bench: $WERR"
@@ -452,7 +474,7 @@ OK_CONFS=
 for c in $CONFS; do
 	if configure "$c"; then
 		OK_CONFS="$OK_CONFS $c"
-		emit "{\"mode\":\"config\",\"config\":\"$c\",\"engine\":\"$ENGINE\",\"absent\":false,\"params\":\"$PARAMS\"}"
+		emit "{\"mode\":\"config\",\"config\":\"$c\",\"engine\":\"$ENGINE\",\"absent\":false,\"params\":\"$(json_str "$PARAMS")\"}"
 	else
 		echo "# $c: absent: $WHY"
 		emit "{\"mode\":\"config\",\"config\":\"$c\",\"engine\":\"$ENGINE\",\"absent\":true,\"reason\":\"$(json_str "$WHY")\"}"

@@ -292,6 +292,8 @@ def summarize(records):
     # goals must then show, as not measured if need be.
     out["profiled"] = any(r.get("mode") == "profile" for r in records)
     out["goals"] = goal_verdicts(out)
+    out["auto"] = auto_rows(records)
+    out["auto_goals"] = auto_goals(out)
     return out
 
 
@@ -871,6 +873,162 @@ def _measured_lines(summary):
     return out
 
 
+AUTO = "auto"
+
+
+def _verdict(lo, hi, bar, pairs):
+    """met when the whole per-round range clears ``bar``, missed when all of
+    it lies below, inconclusive otherwise or with fewer than two rounds."""
+    if lo is None or pairs < 2 or bar is None:
+        return "inconclusive"
+    if lo >= bar:
+        return "met"
+    if hi < bar:
+        return "missed"
+    return "inconclusive"
+
+
+def auto_rows(records):
+    """auto against the best fixed configuration of each round and against
+    none, per throughput cell (folio size, target) and folio count, in the
+    same boot. Noise of a cell: the median over its fixed configurations and
+    rounds of the spread of their repetitions within a round ((max - min) /
+    median); "within the noise" means a ratio >= 1 - noise."""
+    out = []
+    for kind, mode, keyf in (("tput", "tput", lambda r: (r.get("folio_kb"), r.get("to"))),
+                             ("count", "count", lambda r: (2048, r.get("folios")))):
+        recs = [r for r in records if _usable(r, mode) and config_of(r) != VANILLA]
+        if not any(config_of(r) == AUTO for r in recs):
+            continue
+        per = _per_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
+        reps = defaultdict(list)
+        for r in recs:
+            v = moved_gbps(r)
+            if isinstance(v, (int, float)):
+                reps[(config_of(r), keyf(r), r["round"])].append(v)
+        for cell in sorted({keyf(r) for r in recs if config_of(r) == AUTO},
+                           key=lambda c: tuple(x or 0 for x in c)):
+            auto = per.get((AUTO, cell), {})
+            fixed = {c: d for (c, k), d in per.items() if k == cell and c != AUTO}
+            spreads = [(max(v) - min(v)) / statistics.median(v)
+                       for (c, k, _), v in reps.items()
+                       if k == cell and c != AUTO and len(v) > 1 and statistics.median(v) > 0]
+            noise = statistics.median(spreads) if spreads else None
+            vs_best, vs_none, best = [], [], []
+            for rnd in sorted(auto):
+                cands = {c: d[rnd] for c, d in fixed.items() if d.get(rnd)}
+                if not cands or not auto[rnd]:
+                    continue
+                bc = max(cands, key=cands.get)
+                best.append(bc)
+                vs_best.append(auto[rnd] / cands[bc])
+                if cands.get(NONE):
+                    vs_none.append(auto[rnd] / cands[NONE])
+            bar = None if noise is None else 1 - noise
+
+            def rng(v):
+                return (statistics.median(v), min(v), max(v)) if v else (None, None, None)
+            b, n = rng(vs_best), rng(vs_none)
+            out.append({"kind": kind, "folio_kb": cell[0],
+                        "to" if kind == "tput" else "folios": cell[1],
+                        "best": best, "noise": noise,
+                        "vs_best_median": b[0], "vs_best_min": b[1], "vs_best_max": b[2],
+                        "vs_none_median": n[0], "vs_none_min": n[1], "vs_none_max": n[2],
+                        "pairs": len(vs_best),
+                        "verdict_best": _verdict(b[1], b[2], bar, len(vs_best)),
+                        "verdict_none": _verdict(n[1], n[2], bar, len(vs_none))})
+    return out
+
+
+def _overall(vs):
+    vs = set(vs)
+    if not vs:
+        return "inconclusive"
+    return "missed" if "missed" in vs else "met" if vs == {"met"} else "inconclusive"
+
+
+def auto_goals(summary):
+    """The issue's goals for auto, judged from auto_rows() (2M throughput
+    cells under the emulator artefact judged as they are, but flagged), the
+    compaction runs with a hog, and the split (not built)."""
+    rows = summary.get("auto") or []
+    if not rows:
+        return []
+    alias = summary.get("alias")
+    aliased = bool(alias and alias["median"] >= ALIAS_ARTEFACT)
+    flag = "; 2M cells measure the emulator" if aliased else ""
+    out = [{"goal": "auto >= the best fixed configuration within the noise, every cell",
+            "verdict": _overall(r["verdict_best"] for r in rows), "note": flag},
+           {"goal": "auto never below none, every cell",
+            "verdict": _overall(r["verdict_none"] for r in rows), "note": flag}]
+    hog = [r for r in summary.get("compaction") or [] if r["config"] == AUTO and r["hog"]]
+    if hog and hog[0].get("vs_none_min") is not None:
+        r = hog[0]
+        v = ("met" if r["vs_none_min"] >= 1 else "missed" if r["vs_none_max"] < 1
+             else "inconclusive")
+        note = (f"compaction with a hog on every CPU: {r['vs_none_median']:.2f}x none "
+                f"[{r['vs_none_min']:.2f}..{r['vs_none_max']:.2f}]")
+    else:
+        v, note = "inconclusive", "not measured (no compaction run of auto with a hog)"
+    out.append({"goal": "under a CPU hog on every CPU, auto never below none",
+                "verdict": v, "note": note})
+    out.append({"goal": "a 2M batch split between the CPU and dcbm faster than either alone",
+                "verdict": "missed", "note": "not built: auto chooses one engine per batch"})
+    return out
+
+
+def _auto_cell(r):
+    where = f"to {r['to']}" if r["kind"] == "tput" else f"{r['folios']} folios"
+    return f"{_kb(r['folio_kb'])} {where}"
+
+
+def _auto_text(summary):
+    rows = summary.get("auto") or []
+    if not rows:
+        return []
+    lines = ["", "== auto against the best fixed configuration of each round and against none "
+             "(same boot): median of per-round ratios [min..max]; noise: median spread of a "
+             "fixed configuration's repetitions within a round; verdicts: met when the whole "
+             "range is >= 1 - noise"]
+    for r in rows:
+        best = ",".join(sorted(set(r["best"]))) or "-"
+        lines.append(f"{_auto_cell(r):<18} best {best:<18} auto/best "
+                     f"{_f(r['vs_best_median'], '{:.2f}')} "
+                     f"{_rng(r['vs_best_min'], r['vs_best_max']):>13} ({r['verdict_best']})  "
+                     f"auto/none {_f(r['vs_none_median'], '{:.2f}')} "
+                     f"{_rng(r['vs_none_min'], r['vs_none_max']):>13} ({r['verdict_none']})  "
+                     f"noise {_f(r['noise'], '{:.0%}')}")
+    for g in auto_goals(summary):
+        lines.append(f"goal: {g['goal']}: {g['verdict']}"
+                     + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))
+    return lines
+
+
+def _auto_md(summary):
+    rows = summary.get("auto") or []
+    if not rows:
+        return []
+    out = ["auto against the best fixed configuration of each round and against none in the "
+           "same boot (median of per-round ratios [min..max]; verdict: met when the whole "
+           "range is >= 1 - noise, noise being the median spread of a fixed configuration's "
+           "repetitions within a round)", "",
+           "| cell | best fixed | auto / best | verdict | auto / none | verdict | noise |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {_auto_cell(r)} | {', '.join(sorted(set(r['best']))) or '-'} | "
+                   f"{_f(r['vs_best_median'], '{:.2f}')} "
+                   f"{_rng(r['vs_best_min'], r['vs_best_max'])} | {r['verdict_best']} | "
+                   f"{_f(r['vs_none_median'], '{:.2f}')} "
+                   f"{_rng(r['vs_none_min'], r['vs_none_max'])} | {r['verdict_none']} | "
+                   f"{_f(r['noise'], '{:.0%}')} |")
+    out.append("")
+    for g in auto_goals(summary):
+        out.append(f"- {g['goal']}: **{g['verdict']}**"
+                   + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))
+    out.append("")
+    return out
+
+
 def text_tables(summary):
     lines = []
     lines.append("== throughput: move_pages() GB/s of the bytes that moved (mean +- sd); ratio "
@@ -934,6 +1092,7 @@ def text_tables(summary):
                          f"user {_f(r['user_s'], '{:.2f}')}s sys {_f(r['sys_s'], '{:.2f}')}s "
                          f"idle {_f(r['idle_s'], '{:.2f}')}s{hog}")
     lines += _tiering_text(summary)
+    lines += _auto_text(summary)
     lines += _profile_lines(summary)
     lines.append("")
     if alias := _alias_line(summary):
@@ -1000,6 +1159,7 @@ def markdown_tables(summary):
                        f"{hog} |")
         out.append("")
     out += _tiering_md(summary)
+    out += _auto_md(summary)
     if summary.get("profile"):
         out.append("Where the time goes (traced tput runs, summed over rounds): shares of "
                    "unmap (allocation + rmap walks), TLB flush, copy (batch copy step + "

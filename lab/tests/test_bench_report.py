@@ -588,3 +588,50 @@ def test_profile_mtcopy_helpers_per_batch_and_share_that_ran():
     # not traced reads as such, never as "0 queued"
     assert rows["mtcopy-1"]["helpers_queued"] is None
     assert "mtcopy-1      16K not traced" in text
+
+
+def _auto_recs(auto_vals, best=2.0, none=1.0, spread=0.1):
+    """Two reps per config and round: values v*(1 -/+ spread/2), so that each
+    fixed configuration's within-round spread is ``spread``."""
+    recs = []
+    for rnd, a in enumerate(auto_vals):
+        for cfg, v in (("none", none), ("mtcopy-2", best), ("dcbm-4", best / 2), ("auto", a)):
+            for f in (1 - spread / 2, 1 + spread / 2):
+                recs.append(rec("patched", rnd, cfg, 64, v * f))
+        recs.append(rec("vanilla", rnd, "vanilla", 64, none))
+    return recs
+
+
+def test_auto_against_best_fixed_and_none_per_round():
+    # auto at 0.95x the best every round: within the 10% noise: met
+    s = br.summarize(_auto_recs([1.9, 1.9, 1.9]))
+    [r] = s["auto"]
+    assert r["best"] == ["mtcopy-2"] * 3 and abs(r["noise"] - 0.1) < 1e-9
+    assert abs(r["vs_best_min"] - 0.95) < 1e-9 and r["verdict_best"] == "met"
+    assert r["verdict_none"] == "met" and abs(r["vs_none_median"] - 1.9) < 1e-9
+    goals = {g["goal"]: g["verdict"] for g in s["auto_goals"]}
+    assert goals["auto >= the best fixed configuration within the noise, every cell"] == "met"
+    assert goals["auto never below none, every cell"] == "met"
+    # no compaction with a hog, and no split: never met
+    assert goals["under a CPU hog on every CPU, auto never below none"] == "inconclusive"
+    assert goals["a 2M batch split between the CPU and dcbm faster than either alone"] == "missed"
+    assert "auto/best 0.95" in "\n".join(br.text_tables(s))
+    assert "| 64K to 1 | mtcopy-2 | 0.95 [0.95..0.95] | met |" in "\n".join(br.markdown_tables(s))
+
+
+def test_auto_verdicts_missed_and_inconclusive():
+    # every round below 0.9 of the best: missed; above none though
+    s = br.summarize(_auto_recs([1.5, 1.6, 1.7]))
+    [r] = s["auto"]
+    assert r["verdict_best"] == "missed" and r["verdict_none"] == "met"
+    # one round under, one over: inconclusive; one round only: inconclusive
+    s = br.summarize(_auto_recs([1.5, 2.0]))
+    assert s["auto"][0]["verdict_best"] == "inconclusive"
+    s = br.summarize(_auto_recs([2.0]))
+    assert s["auto"][0]["verdict_best"] == "inconclusive"
+    # below none in every round: missed
+    s = br.summarize(_auto_recs([0.5, 0.6], none=1.0))
+    assert s["auto"][0]["verdict_none"] == "missed"
+    # no auto measured: no rows, no goals
+    s = br.summarize([r for r in _auto_recs([1.0, 1.0]) if r["config"] != "auto"])
+    assert s["auto"] == [] and s["auto_goals"] == []
