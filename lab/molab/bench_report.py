@@ -252,6 +252,7 @@ def summarize(records):
                           "vs_none_median": vs_none and vs_none["median"],
                           "vs_none_min": vs_none and vs_none["min"],
                           "vs_none_max": vs_none and vs_none["max"],
+                          "vs_none_pairs": vs_none and vs_none["pairs"],
                           "hog_base_per_s": avg("hog_base_per_s"),
                           "pgmigrate_success": avg("pgmigrate_success"),
                           "huge_target": avg("huge_target"), "huge_obtained": avg("huge_obtained"),
@@ -293,6 +294,10 @@ def summarize(records):
     out["profiled"] = any(r.get("mode") == "profile" for r in records)
     out["goals"] = goal_verdicts(out)
     out["auto"] = auto_rows(records)
+    asked = [r for r in records if r.get("mode") == "config" and r.get("config") == AUTO]
+    if not out["auto"] and asked:
+        out["auto_absent"] = next((r.get("reason") for r in asked if r.get("absent")),
+                                  None) or "no measurement of auto"
     out["auto_goals"] = auto_goals(out)
     return out
 
@@ -876,9 +881,14 @@ def _measured_lines(summary):
 AUTO = "auto"
 
 
+# A cell noisier than this cannot tell auto from the best: inconclusive.
+AUTO_NOISE_MAX = 0.15
+
+
 def _verdict(lo, hi, bar, pairs):
     """met when the whole per-round range clears ``bar``, missed when all of
-    it lies below, inconclusive otherwise or with fewer than two rounds."""
+    it lies below, inconclusive otherwise, with fewer than two rounds, or
+    without a bar (noise unknown or above AUTO_NOISE_MAX)."""
     if lo is None or pairs < 2 or bar is None:
         return "inconclusive"
     if lo >= bar:
@@ -900,13 +910,16 @@ def auto_rows(records):
         recs = [r for r in records if _usable(r, mode) and config_of(r) != VANILLA]
         if not any(config_of(r) == AUTO for r in recs):
             continue
+        # auto's data corrupted in a cell: that cell is missed, whatever the speed
+        corrupt = {keyf(r) for r in recs if config_of(r) == AUTO and (r.get("bad_bytes") or 0) > 0}
         per = _per_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
         reps = defaultdict(list)
         for r in recs:
             v = moved_gbps(r)
             if isinstance(v, (int, float)):
                 reps[(config_of(r), keyf(r), r["round"])].append(v)
-        for cell in sorted({keyf(r) for r in recs if config_of(r) == AUTO},
+        # every cell a fixed configuration measured: one auto lacks is inconclusive
+        for cell in sorted({keyf(r) for r in recs},
                            key=lambda c: tuple(x or 0 for x in c)):
             auto = per.get((AUTO, cell), {})
             fixed = {c: d for (c, k), d in per.items() if k == cell and c != AUTO}
@@ -917,14 +930,15 @@ def auto_rows(records):
             vs_best, vs_none, best = [], [], []
             for rnd in sorted(auto):
                 cands = {c: d[rnd] for c, d in fixed.items() if d.get(rnd)}
-                if not cands or not auto[rnd]:
+                # a round where auto moved nothing counts (0x), it is not skipped
+                if not cands or auto.get(rnd) is None:
                     continue
                 bc = max(cands, key=cands.get)
                 best.append(bc)
                 vs_best.append(auto[rnd] / cands[bc])
                 if cands.get(NONE):
                     vs_none.append(auto[rnd] / cands[NONE])
-            bar = None if noise is None else 1 - noise
+            bar = None if noise is None or noise > AUTO_NOISE_MAX else 1 - noise
 
             def rng(v):
                 return (statistics.median(v), min(v), max(v)) if v else (None, None, None)
@@ -935,8 +949,11 @@ def auto_rows(records):
                         "vs_best_median": b[0], "vs_best_min": b[1], "vs_best_max": b[2],
                         "vs_none_median": n[0], "vs_none_min": n[1], "vs_none_max": n[2],
                         "pairs": len(vs_best),
-                        "verdict_best": _verdict(b[1], b[2], bar, len(vs_best)),
-                        "verdict_none": _verdict(n[1], n[2], bar, len(vs_none))})
+                        "corrupt": cell in corrupt,
+                        "verdict_best": ("missed" if cell in corrupt else
+                                         _verdict(b[1], b[2], bar, len(vs_best))),
+                        "verdict_none": ("missed" if cell in corrupt else
+                                         _verdict(n[1], n[2], bar, len(vs_none)))})
     return out
 
 
@@ -953,7 +970,15 @@ def auto_goals(summary):
     compaction runs with a hog, and the split (not built)."""
     rows = summary.get("auto") or []
     if not rows:
-        return []
+        why = summary.get("auto_absent")
+        if why is None:
+            return []
+        # asked for, not measured: every goal inconclusive, with the reason
+        return [{"goal": g, "verdict": "inconclusive", "note": f"not measured: {why}"}
+                for g in ("auto >= the best fixed configuration within the noise, every cell",
+                          "auto never below none, every cell",
+                          "under a CPU hog on every CPU, auto never below none",
+                          "a 2M batch split between the CPU and dcbm faster than either alone")]
     alias = summary.get("alias")
     aliased = bool(alias and alias["median"] >= ALIAS_ARTEFACT)
     flag = "; 2M cells measure the emulator" if aliased else ""
@@ -964,8 +989,7 @@ def auto_goals(summary):
     hog = [r for r in summary.get("compaction") or [] if r["config"] == AUTO and r["hog"]]
     if hog and hog[0].get("vs_none_min") is not None:
         r = hog[0]
-        v = ("met" if r["vs_none_min"] >= 1 else "missed" if r["vs_none_max"] < 1
-             else "inconclusive")
+        v = _verdict(r["vs_none_min"], r["vs_none_max"], 1.0, r.get("vs_none_pairs") or 0)
         note = (f"compaction with a hog on every CPU: {r['vs_none_median']:.2f}x none "
                 f"[{r['vs_none_min']:.2f}..{r['vs_none_max']:.2f}]")
     else:

@@ -635,3 +635,47 @@ def test_auto_verdicts_missed_and_inconclusive():
     # no auto measured: no rows, no goals
     s = br.summarize([r for r in _auto_recs([1.0, 1.0]) if r["config"] != "auto"])
     assert s["auto"] == [] and s["auto_goals"] == []
+
+
+def test_auto_report_cannot_pass_what_it_did_not_see():
+    # a round where auto moved nothing is 0x, not skipped: not met
+    s = br.summarize(_auto_recs([0.0, 1.9, 1.9]))
+    assert s["auto"][0]["vs_best_min"] == 0 and s["auto"][0]["verdict_best"] != "met"
+    # noise above the cap: no bar, inconclusive even at 0.5x
+    s = br.summarize(_auto_recs([1.0, 1.0, 1.0], spread=1.2))
+    assert s["auto"][0]["verdict_best"] == "inconclusive"
+    # a cell the fixed configurations measured and auto did not: inconclusive
+    recs = _auto_recs([1.9, 1.9]) + [rec("patched", rnd, "mtcopy-2", 64, 2.0, to=2)
+                                     for rnd in (0, 1)]
+    s = br.summarize(recs)
+    cell = [r for r in s["auto"] if r["to"] == 2][0]
+    assert cell["pairs"] == 0 and cell["verdict_best"] == "inconclusive"
+    goals = {g["goal"]: g["verdict"] for g in s["auto_goals"]}
+    assert goals["auto >= the best fixed configuration within the noise, every cell"] \
+        == "inconclusive"
+    # corrupted data under auto: missed, however fast
+    recs = _auto_recs([2.5, 2.5])
+    recs[[i for i, r in enumerate(recs) if r["config"] == "auto"][0]]["bad_bytes"] = 3
+    s = br.summarize(recs)
+    assert s["auto"][0]["verdict_best"] == "missed" and s["auto"][0]["verdict_none"] == "missed"
+    # auto asked for but absent: the goals say so, inconclusive
+    recs = [r for r in _auto_recs([1.0, 1.0]) if r["config"] != "auto"]
+    recs.append({"mode": "config", "config": "auto", "absent": True, "reason": "no mtcopy",
+                 "variant": "patched", "round": 0})
+    s = br.summarize(recs)
+    assert {g["verdict"] for g in s["auto_goals"]} == {"inconclusive"}
+    assert "not measured: no mtcopy" in s["auto_goals"][0]["note"]
+
+
+def test_auto_hog_goal_needs_two_rounds():
+    def comp(rnd, cfg, rate):
+        return {"mode": "compaction", "config": cfg, "variant": "patched", "round": rnd,
+                "hog": True, "wall_s": 1.0, "pgmigrate_success": rate}
+    base = _auto_recs([1.9, 1.9])
+    s = br.summarize(base + [comp(0, "none", 100), comp(0, "auto", 120)])
+    goal = [g for g in s["auto_goals"] if "hog" in g["goal"]][0]
+    assert goal["verdict"] == "inconclusive"
+    s = br.summarize(base + [comp(r, c, v) for r in (0, 1)
+                             for c, v in (("none", 100), ("auto", 120))])
+    goal = [g for g in s["auto_goals"] if "hog" in g["goal"]][0]
+    assert goal["verdict"] == "met"
