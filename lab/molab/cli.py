@@ -80,7 +80,7 @@ def _add_boot_opts(p):
                    help="guest CPUs, alternating between node0 and node1 "
                    "(default 2; 'test' uses 3: the upstream migration selftest skips "
                    "everything with fewer than 3 CPUs)")
-    p.add_argument("--timeout", type=float, default=3600, help="kill the guest after this many seconds")
+    p.add_argument("--timeout", type=float, default=4800, help="kill the guest after this many seconds (make test's debug boot ran 60+ min on 23 patches)")
     p.add_argument("--idle-timeout", type=float, default=300,
                    help="kill the guest after this many seconds without console output")
     p.add_argument("--append", action="append", default=[], help="extra kernel command line words")
