@@ -482,13 +482,8 @@ def _kb(kb):
 def copy_goal_verdict(c):
     """met / missed / inconclusive for one copy-phase cell: the whole range
     over at least two boots above (met) or below (missed) the goal."""
-    if (c.get("ratio_pairs") or 0) < 2 or c.get("ratio_min") is None:
-        return "inconclusive"
-    if c["ratio_min"] >= c["goal"]:
-        return "met"
-    if c["ratio_max"] < c["goal"]:
-        return "missed"
-    return "inconclusive"
+    return _verdict(c.get("ratio_min"), c.get("ratio_max"), c.get("goal"),
+                    c.get("ratio_pairs") or 0)
 
 
 def profile_rows(records, memcpy_gbps=None):
