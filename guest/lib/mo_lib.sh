@@ -112,3 +112,11 @@ dcbm_trace_off() {
 # dcbm_batches FILE PATTERN: how many of FILE's events match PATTERN
 # (e.g. "folios=1 bytes=2097152 runs=4 descriptors=32 ").
 dcbm_batches() { grep -c -e "$2" "$1"; }
+
+# auto_model ENGINE COLUMN: a column of /sys/kernel/debug/migrate_offload/
+# auto_model (3 batch_ns, 4 folio_ns, 6 samples, 7 chosen, 8 not_ready)
+# summed over the engine's rows (one per folio size); 0 without rows.
+auto_model() {
+	awk -v e="$1" -v c="$2" '$1 == e { s += $c } END { print s + 0 }' \
+		/sys/kernel/debug/migrate_offload/auto_model
+}
