@@ -19,9 +19,14 @@
 #                        of every configuration, then the next
 #   MO_SIZE_MB=N         tput/memcpy buffer in MiB (64)
 #   MO_ENGINES=a,b,...   configurations (patched default:
-#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto;
+#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split;
 #                        auto: the per-batch choice among the CPU,
-#                        mtcopy with 2 threads and dcbm with 4 channels)
+#                        mtcopy with 2 threads and dcbm with 4 channels;
+#                        split: auto with dcbm (4 channels) alone and
+#                        debugfs auto_split=2, every batch split between
+#                        the CPU and dcbm wherever the models cut it, to
+#                        measure the split itself; each run's split
+#                        batches are counted in a "splits" record)
 #   MO_FOLIO=list        tput folio sizes in KB (4,16,64,256,1024,2048)
 #   MO_COUNT=list        count: numbers of 2M folios (1,8,16,32,64)
 #   MO_LAT_PAGES=list    latency: 4K pages per call (1,8,32,128,512)
@@ -89,6 +94,7 @@ for _a in "$@"; do
 done
 
 MO=/sys/kernel/mm/migrate_offload
+MODBG=/sys/kernel/debug/migrate_offload
 MODDIR=/lib/modules/$(uname -r)/kernel
 HERE=$(cd "$(dirname "$0")" && pwd)
 MB=${MO_BENCH_BIN:-$(cd "$HERE/.." && pwd)/mo_bench}
@@ -219,6 +225,18 @@ configure() {
 		dcbm_load "${1#dcbm-}" || return 1
 		PARAMS="nr_chan=${1#dcbm-}"
 		;;
+	split)
+		# the split itself: auto with dcbm alone, cutting every batch
+		# where the models place a cut (auto_split 2)
+		[ -w "$MODBG/auto_split" ] || { WHY="no $MODBG/auto_split"; return 1; }
+		# auto takes every engine registered: mtcopy out (loaded again
+		# by the configurations that use it)
+		if grep -q "^mtcopy " /proc/modules; then
+			rmmod mtcopy || { WHY="mtcopy would not unload"; return 1; }
+		fi
+		dcbm_load 4 || return 1
+		ENGINE=auto PARAMS="dcbm nr_chan=4, auto_split=2"
+		;;
 	auto)
 		# auto chooses among the CPU and every engine there is, as the
 		# bench's best fixed configurations have them: mtcopy with 2
@@ -248,6 +266,11 @@ configure() {
 	if [ "$(engine_active)" != "$ENGINE" ]; then
 		WHY="selected $ENGINE, but the engine file says '$(engine_active)'"
 		return 1
+	fi
+	if [ -w "$MODBG/auto_split" ]; then
+		# only the split configuration forces splits
+		if [ "$1" = split ]; then _sp=2; else _sp=$OLD_SPLIT; fi
+		write_sys "$MODBG/auto_split" "$_sp" || { WHY=$WERR; return 1; }
 	fi
 	case $1 in
 	mtcopy-*) _p=/sys/module/mtcopy/parameters/threads ;;
@@ -340,12 +363,22 @@ summarize() {
 	}' "$1"
 }
 
+# splits: auto_model's count of the batches auto split with dcbm (0 if none)
+splits() {
+	awk '$1 == "split" && $2 == "dcbm" { n = $5 } END { print n + 0 }' \
+		"$MODBG/auto_model" 2>/dev/null || echo 0
+}
 # run_part CONF LABEL MODE ARGS...: one mo_bench run, summarized.
 run_part() {
 	_conf=$1 _label=$2; shift 2
 	_t=$(uptime_s)
+	_s0=$(splits)
 	"$MB" "$@" --config "$_conf" > "$WORK/part.jsonl" 2> "$WORK/part.err"
 	_rc=$?
+	# how many batches the split configuration did split (0: the models
+	# never placed a cut inside a batch, and it measured auto with dcbm)
+	[ "$_conf" = split ] &&
+		emit "{\"mode\":\"splits\",\"config\":\"split\",\"part\":\"$(json_str "$_label")\",\"splits\":$(($(splits) - _s0))}"
 	cat "$WORK/part.jsonl" >> "$J"
 	NMEAS=$((NMEAS + $(grep -c . "$WORK/part.jsonl")))
 	grep -v ': skipped: ' "$WORK/part.err" | sed 's/^/#   /' | head -20
@@ -434,10 +467,11 @@ echo "TAP version 13"
 NODES=$(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ',' | sed 's/,$//')
 if [ -d $MO ]; then
 	VARIANT=patched
-	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto}" | tr ',' ' ')
+	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split}" | tr ',' ' ')
 	COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4,auto}" | tr ',' ' ')
 	# put back at the end (and on INT/TERM): a real machine keeps its own
 	OLD_ENGINE=$(engine_active) OLD_REASONS=$(cat $MO/reasons)
+	OLD_SPLIT=$(cat "$MODBG/auto_split" 2>/dev/null || echo 1)
 	write_sys $MO/engine none || echo "# bench: $WERR"
 	write_sys $MO/reasons all || echo "# bench: $WERR"
 	REASONS=$(cat $MO/reasons)
@@ -456,6 +490,7 @@ put_back() {
 	if [ -d $MO ] && [ -n "${OLD_REASONS:-}" ]; then
 		write_sys $MO/engine none
 		write_sys $MO/reasons "$OLD_REASONS" || echo "# bench: $WERR"
+		[ -w "$MODBG/auto_split" ] && { write_sys "$MODBG/auto_split" "$OLD_SPLIT" || echo "# bench: $WERR"; }
 		[ "$OLD_ENGINE" = none ] || write_sys $MO/engine "$OLD_ENGINE" || echo "# bench: $WERR"
 	fi
 	for _kv in $NRHP; do
