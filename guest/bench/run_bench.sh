@@ -268,8 +268,9 @@ configure() {
 		return 1
 	fi
 	if [ -w "$MODBG/auto_split" ]; then
-		# only the split configuration forces splits
-		if [ "$1" = split ]; then _sp=2; else _sp=$OLD_SPLIT; fi
+		# only the split configuration forces splits; auto has the
+		# kernel's default rule (1), whatever an earlier run left
+		if [ "$1" = split ]; then _sp=2; else _sp=1; fi
 		write_sys "$MODBG/auto_split" "$_sp" || { WHY=$WERR; return 1; }
 	fi
 	case $1 in
@@ -363,10 +364,12 @@ summarize() {
 	}' "$1"
 }
 
-# splits: auto_model's count of the batches auto split with dcbm (0 if none)
+# splits: auto_model's count of the batches auto split with dcbm and timed
+# (split and run; "chosen" also counts splits that could not run)
 splits() {
-	awk '$1 == "split" && $2 == "dcbm" { n = $5 } END { print n + 0 }' \
-		"$MODBG/auto_model" 2>/dev/null || echo 0
+	_n=$(awk '$1 == "split" && $2 == "dcbm" { n = $4 } END { print n + 0 }' \
+		"$MODBG/auto_model" 2>/dev/null)
+	echo "${_n:-0}"
 }
 # run_part CONF LABEL MODE ARGS...: one mo_bench run, summarized.
 run_part() {
@@ -378,7 +381,7 @@ run_part() {
 	# how many batches the split configuration did split (0: the models
 	# never placed a cut inside a batch, and it measured auto with dcbm)
 	[ "$_conf" = split ] &&
-		emit "{\"mode\":\"splits\",\"config\":\"split\",\"part\":\"$(json_str "$_label")\",\"splits\":$(($(splits) - _s0))}"
+		emit "{\"mode\":\"splits\",\"config\":\"split\",\"part\":\"$(json_str "$_label")\",${SPLIT_CELL:-}\"splits\":$(($(splits) - _s0))}"
 	cat "$WORK/part.jsonl" >> "$J"
 	NMEAS=$((NMEAS + $(grep -c . "$WORK/part.jsonl")))
 	grep -v ': skipped: ' "$WORK/part.err" | sed 's/^/#   /' | head -20
@@ -566,6 +569,16 @@ interleave() {
 	while [ "$_r" -lt "$REPS" ]; do
 		for c in $(rotate "$_r" $OK_CONFS); do
 			use "$c" || continue
+			if [ "$c" = split ] && [ "$1" = tput ]; then
+				# a run per folio size (mo_bench takes the last
+				# --folio), so that its splits are counted per cell
+				for _f in $(echo "$FOLIO" | tr ',' ' '); do
+					SPLIT_CELL="\"folio_kb\":$_f,\"to\":${SPLIT_TO:-0},\"rep\":$_r,"
+					run_part "$c" "$_lab" "$@" --folio "$_f" --reps 1 --first-rep "$_r"
+				done
+				SPLIT_CELL=
+				continue
+			fi
 			run_part "$c" "$_lab" "$@" --reps 1 --first-rep "$_r"
 		done
 		_r=$((_r + 1))
@@ -573,6 +586,7 @@ interleave() {
 }
 
 for to in $(echo "$TO" | tr ',' ' '); do
+	SPLIT_TO=$to
 	interleave "tput 0->$to" tput --size "$SIZE" --from 0 --to "$to" --folio "$FOLIO" \
 		${MO_TPUT_CPU:+--cpu "$MO_TPUT_CPU"}
 done

@@ -957,51 +957,76 @@ def auto_rows(records):
     return out
 
 
+# a split must beat the faster rival by more than this even when the
+# repetitions agree exactly: a tie is not "faster"
+SPLIT_MARGIN_MIN = 0.02
+
+
 def split_rows(records):
     """The split configuration against the faster of cpu and dcbm-4 alone,
     at 2M folios (throughput, per target), per round of the same boot:
-    median [min..max] of split / max(cpu, dcbm-4); noise as in auto_rows()
-    (the two rivals' repetitions within a round); how many batches the
-    split configuration's throughput runs did split (its "splits" records)."""
+    median [min..max] of split / max(cpu, dcbm-4). A round counts only if
+    both rivals ran in it and the split configuration's 2M runs there did
+    split batches (its "splits" records, per folio size and target). Noise:
+    the median spread of the three configurations' repetitions within a
+    round. Met only when every counted round clears 1 + max(noise, 2%);
+    missed with corrupted bytes, when no 2M batch was split, or when every
+    round is below 1; inconclusive otherwise (fewer than 2 rounds, noise
+    over AUTO_NOISE_MAX, less than FOLIO_SHARE_LOW% of a buffer in 2M
+    folios, no split count recorded)."""
     recs = [r for r in records if _usable(r, "tput") and r.get("folio_kb") == 2048
             and config_of(r) in (SPLIT, *SPLIT_RIVALS)]
     if not any(config_of(r) == SPLIT for r in recs):
         return []
-    splits = sum(r.get("splits") or 0 for r in records
-                 if r.get("mode") == "splits" and str(r.get("part", "")).startswith("tput"))
+    counts = [r for r in records if r.get("mode") == "splits"]
     per = _per_round(recs, lambda r: (config_of(r), r.get("to")), moved_gbps)
     reps = defaultdict(list)
     for r in recs:
         v = moved_gbps(r)
-        if isinstance(v, (int, float)) and config_of(r) != SPLIT:
+        if isinstance(v, (int, float)):
             reps[(config_of(r), r.get("to"), r["round"])].append(v)
     out = []
     for to in sorted({r.get("to") for r in recs if config_of(r) == SPLIT}, key=lambda t: t or 0):
         spreads = [(max(v) - min(v)) / statistics.median(v) for (c, t, _), v in reps.items()
                    if t == to and len(v) > 1 and statistics.median(v) > 0]
         noise = statistics.median(spreads) if spreads else None
-        mine, ratios = per.get((SPLIT, to), {}), []
+        cell = [r for r in counts if r.get("folio_kb") == 2048 and r.get("to") == to]
+        split_in = defaultdict(int)
+        for r in cell:
+            split_in[r["round"]] += r.get("splits") or 0
+        mine, ratios, unsplit = per.get((SPLIT, to), {}), [], 0
         for rnd in sorted(mine):
             rivals = [per.get((c, to), {}).get(rnd) for c in SPLIT_RIVALS]
             # both rivals measured in that round, or the round does not count
-            if all(isinstance(v, (int, float)) and v > 0 for v in rivals):
-                ratios.append(mine[rnd] / max(rivals))
-        corrupt = any((r.get("bad_bytes") or 0) > 0 for r in recs
-                      if config_of(r) == SPLIT and r.get("to") == to)
+            if not all(isinstance(v, (int, float)) and v > 0 for v in rivals):
+                continue
+            if not split_in.get(rnd):
+                unsplit += 1
+                continue
+            ratios.append(mine[rnd] / max(rivals))
+        mine_recs = [r for r in recs if r.get("to") == to]
+        corrupt = any((r.get("bad_bytes") or 0) > 0 for r in mine_recs if config_of(r) == SPLIT)
+        share = _folio_share_min(mine_recs)
+        bar = None if noise is None else 1 + max(noise, SPLIT_MARGIN_MIN)
         if corrupt:
-            verdict = "missed"
-        elif not splits:
-            verdict = "missed"
-        elif len(ratios) < 2 or noise is None or noise > AUTO_NOISE_MAX:
-            verdict = "inconclusive"
-        elif min(ratios) >= 1 + noise:
-            verdict = "met"
+            verdict, why = "missed", "corrupted bytes"
+        elif not cell:
+            verdict, why = "inconclusive", "no split count recorded"
+        elif not sum(split_in.values()):
+            verdict, why = "missed", "no 2M batch was split"
+        elif share is not None and share < FOLIO_SHARE_LOW:
+            verdict, why = "inconclusive", f"only {share:.0f}% of a buffer in 2M folios"
+        elif len(ratios) < 2 or bar is None or noise > AUTO_NOISE_MAX:
+            verdict, why = "inconclusive", None
+        elif min(ratios) >= bar:
+            verdict, why = "met", None
         elif max(ratios) < 1:
-            verdict = "missed"
+            verdict, why = "missed", None
         else:
-            verdict = "inconclusive"
-        out.append({"to": to, "pairs": len(ratios), "noise": noise, "splits": splits,
-                    "corrupt": corrupt,
+            verdict, why = "inconclusive", None
+        out.append({"to": to, "pairs": len(ratios), "noise": noise, "bar": bar,
+                    "splits": sum(split_in.values()), "unsplit_rounds": unsplit,
+                    "corrupt": corrupt, "why": why,
                     "median": statistics.median(ratios) if ratios else None,
                     "min": min(ratios) if ratios else None,
                     "max": max(ratios) if ratios else None, "verdict": verdict})
@@ -1013,21 +1038,25 @@ def _split_goal(summary):
     rows = summary.get("split") or []
     if not rows:
         return {"goal": goal, "verdict": "inconclusive",
-                "note": "not measured (no throughput run of the split configuration)"}
+                "note": "not measured (no 2M throughput run of the split configuration)"}
     notes = []
     for r in rows:
-        if r["corrupt"]:
-            notes.append(f"to {r['to']}: corrupted bytes")
-        elif r["median"] is None:
-            notes.append(f"to {r['to']}: no round with split, cpu and dcbm-4")
-        else:
+        part = f"to {r['to']}: "
+        if r["median"] is not None:
             noise = "unknown" if r["noise"] is None else f"{r['noise']:.2f}"
-            notes.append(f"to {r['to']}: {r['median']:.2f}x the faster of cpu and dcbm-4 "
-                         f"[{r['min']:.2f}..{r['max']:.2f}], {r['pairs']} rounds, noise {noise}")
-    if not rows[0]["splits"]:
-        notes.append("no batch was split (the models never cut a 2M batch)")
-    else:
-        notes.append(f"{rows[0]['splits']} batches split")
+            part += (f"{r['median']:.2f}x the faster of cpu and dcbm-4 "
+                     f"[{r['min']:.2f}..{r['max']:.2f}], {r['pairs']} rounds, noise {noise}, "
+                     f"{r['splits']} batches split")
+        else:
+            part += "no round with split batches, cpu and dcbm-4"
+        if r["unsplit_rounds"]:
+            part += f", {r['unsplit_rounds']} round(s) without a split left out"
+        if r["why"]:
+            part += f" ({r['why']})"
+        notes.append(part)
+    alias = summary.get("alias")
+    if alias and alias["median"] >= ALIAS_ARTEFACT:
+        notes.append("2M cells measure the emulator")
     return {"goal": goal, "verdict": _overall(r["verdict"] for r in rows),
             "note": "; ".join(notes)}
 
@@ -1046,14 +1075,15 @@ def auto_goals(summary):
     rows = summary.get("auto") or []
     if not rows:
         why = summary.get("auto_absent")
+        # the split is its own configuration: judged whether auto ran or not
+        split = [_split_goal(summary)] if summary.get("split") or why is not None else []
         if why is None:
-            return []
+            return split
         # asked for, not measured: every goal inconclusive, with the reason
         return [{"goal": g, "verdict": "inconclusive", "note": f"not measured: {why}"}
                 for g in ("auto >= the best fixed configuration within the noise, every cell",
                           "auto never below none, every cell",
-                          "under a CPU hog on every CPU, auto never below none",
-                          "a 2M batch split between the CPU and dcbm faster than either alone")]
+                          "under a CPU hog on every CPU, auto never below none")] + split
     alias = summary.get("alias")
     aliased = bool(alias and alias["median"] >= ALIAS_ARTEFACT)
     flag = "; 2M cells measure the emulator" if aliased else ""
@@ -1083,7 +1113,9 @@ def _auto_cell(r):
 def _auto_text(summary):
     rows = summary.get("auto") or []
     if not rows:
-        return []
+        # the split, measured without auto
+        return ["", *(f"goal: {g['goal']}: {g['verdict']} ({g['note']})"
+                      for g in auto_goals(summary))] if summary.get("split") else []
     lines = ["", "== auto against the best fixed configuration of each round and against none "
              "(same boot): median of per-round ratios [min..max]; noise: median spread of a "
              "fixed configuration's repetitions within a round; verdicts: met when the whole "
@@ -1105,7 +1137,8 @@ def _auto_text(summary):
 def _auto_md(summary):
     rows = summary.get("auto") or []
     if not rows:
-        return []
+        return [*(f"- {g['goal']}: **{g['verdict']}** ({g['note']})"
+                  for g in auto_goals(summary)), ""] if summary.get("split") else []
     out = ["auto against the best fixed configuration of each round and against none in the "
            "same boot (median of per-round ratios [min..max]; verdict: met when the whole "
            "range is >= 1 - noise, noise being the median spread of a fixed configuration's "

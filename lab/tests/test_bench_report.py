@@ -681,18 +681,26 @@ def test_auto_hog_goal_needs_two_rounds():
     assert goal["verdict"] == "met"
 
 
-def _split_recs(split_vals, cpu=1.0, dcbm=2.0, spread=0.1, splits=8, bad=0):
+def _split_recs(split_vals, cpu=1.0, dcbm=2.0, spread=0.1, splits=8, bad=0,
+                split_kb=2048, auto=True, share=None):
     """2M throughput, two reps a round of cpu, dcbm-4 and split (and auto at
-    the best, so that auto's rows exist), with the split records."""
+    the best, so that auto's rows exist), with the split count records."""
     recs = []
     for rnd, sv in enumerate(split_vals):
-        for cfg, v in (("none", cpu), ("cpu", cpu), ("dcbm-4", dcbm), ("auto", dcbm),
-                       ("split", sv)):
+        cfgs = [("none", cpu), ("cpu", cpu), ("dcbm-4", dcbm), ("split", sv)]
+        if auto:
+            cfgs.append(("auto", dcbm))
+        for cfg, v in cfgs:
             for f in (1 - spread / 2, 1 + spread / 2):
-                recs.append(rec("patched", rnd, cfg, 2048, v * f,
-                                bad_bytes=bad if cfg == "split" else 0))
-        recs.append({"mode": "splits", "config": "split", "part": "tput 0->1",
-                     "splits": splits, "variant": "patched", "round": rnd})
+                extra = {"bad_bytes": bad if cfg == "split" else 0}
+                if share is not None:
+                    extra["folio_share"] = share
+                recs.append(rec("patched", rnd, cfg, 2048, v * f, **extra))
+        for kb in (4, 2048):
+            recs.append({"mode": "splits", "config": "split", "part": "tput 0->1",
+                         "folio_kb": kb, "to": 1, "rep": 0,
+                         "splits": splits if kb == split_kb else 0,
+                         "variant": "patched", "round": rnd})
     return recs
 
 
@@ -718,17 +726,40 @@ def test_split_met_only_above_the_faster_rival_plus_noise():
     assert _split_goal(_split_recs([2.4]))[1]["verdict"] == "inconclusive"
     # too noisy to say
     assert _split_goal(_split_recs([2.4, 2.4], spread=0.3))[1]["verdict"] == "inconclusive"
+    # a tie with repetitions that agree exactly is not faster
+    assert _split_goal(_split_recs([2.0, 2.0, 2.0], spread=0))[1]["verdict"] == "inconclusive"
+    assert _split_goal(_split_recs([2.1, 2.1, 2.1], spread=0))[1]["verdict"] == "met"
 
 
 def test_split_missed_without_splits_or_with_corrupt_bytes():
     s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], splits=0))
-    assert g["verdict"] == "missed" and "no batch was split" in g["note"]
+    assert g["verdict"] == "missed" and "no 2M batch was split" in g["note"]
     s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], bad=1))
     assert g["verdict"] == "missed" and "corrupted bytes" in g["note"]
+    # splits at 4K say nothing about the 2M cell
+    s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], split_kb=4))
+    assert g["verdict"] == "missed" and "no 2M batch was split" in g["note"]
 
 
-def test_split_round_needs_both_rivals():
+def test_split_rounds_need_both_rivals_and_a_split():
     recs = [r for r in _split_recs([2.4, 2.4, 2.4])
             if not (r.get("config") == "cpu" and r.get("round") == 1)]
     s, g = _split_goal(recs)
     assert s["split"][0]["pairs"] == 2 and g["verdict"] == "met"
+    # a round whose 2M runs split nothing is left out, and said so
+    recs = _split_recs([2.4, 2.4, 2.4])
+    for r in recs:
+        if r.get("mode") == "splits" and r["round"] == 0:
+            r["splits"] = 0
+    s, g = _split_goal(recs)
+    assert s["split"][0]["pairs"] == 2 and "1 round(s) without a split left out" in g["note"]
+
+
+def test_split_inconclusive_without_counts_or_2m_folios_and_without_auto():
+    recs = [r for r in _split_recs([2.4, 2.4, 2.4]) if r.get("mode") != "splits"]
+    assert _split_goal(recs)[1]["verdict"] == "inconclusive"
+    s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], share=50))
+    assert g["verdict"] == "inconclusive" and "50% of a buffer in 2M folios" in g["note"]
+    # judged without auto in the run too
+    s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], auto=False))
+    assert g["verdict"] == "met"
