@@ -898,6 +898,14 @@ def _verdict(lo, hi, bar, pairs):
     return "inconclusive"
 
 
+def _median_spread(groups):
+    """The median over groups of repetitions of (max - min) / median; None
+    without a group of two or more."""
+    spreads = [(max(v) - min(v)) / statistics.median(v) for v in groups
+               if len(v) > 1 and statistics.median(v) > 0]
+    return statistics.median(spreads) if spreads else None
+
+
 def auto_rows(records):
     """auto against the best fixed configuration of each round and against
     none, per throughput cell (folio size, target) and folio count, in the
@@ -923,10 +931,8 @@ def auto_rows(records):
                            key=lambda c: tuple(x or 0 for x in c)):
             auto = per.get((AUTO, cell), {})
             fixed = {c: d for (c, k), d in per.items() if k == cell and c != AUTO}
-            spreads = [(max(v) - min(v)) / statistics.median(v)
-                       for (c, k, _), v in reps.items()
-                       if k == cell and c != AUTO and len(v) > 1 and statistics.median(v) > 0]
-            noise = statistics.median(spreads) if spreads else None
+            noise = _median_spread(v for (c, k, _), v in reps.items()
+                                   if k == cell and c != AUTO)
             vs_best, vs_none, best = [], [], []
             for rnd in sorted(auto):
                 cands = {c: d[rnd] for c, d in fixed.items() if d.get(rnd)}
@@ -987,9 +993,7 @@ def split_rows(records):
             reps[(config_of(r), r.get("to"), r["round"])].append(v)
     out = []
     for to in sorted({r.get("to") for r in recs if config_of(r) == SPLIT}, key=lambda t: t or 0):
-        spreads = [(max(v) - min(v)) / statistics.median(v) for (c, t, _), v in reps.items()
-                   if t == to and len(v) > 1 and statistics.median(v) > 0]
-        noise = statistics.median(spreads) if spreads else None
+        noise = _median_spread(v for (c, t, _), v in reps.items() if t == to)
         cell = [r for r in counts if r.get("folio_kb") == 2048 and r.get("to") == to]
         split_in = defaultdict(int)
         for r in cell:
