@@ -68,6 +68,9 @@
 #   MO_TIER_SCAN_MS=N    NUMA balancing scan periods (mo_bench --scan-ms;
 #                        default: as the kernel has them)
 #   MO_TIER_HOT_MS=N     NUMA balancing hot_threshold_ms (default: as found)
+#   MO_WQ_SCOPE=S        workqueue default_affinity_scope during the run
+#                        (VM default: system, see below; keep: as found;
+#                        a real machine, MO_HOST=1, keeps its own)
 #   MO_JSONL=path        keep the collected file here
 #                        (default /tmp/mo-bench.<pid>/bench.jsonl)
 #   MO_SEND=0            do not print the file as base64 (bare metal)
@@ -489,7 +492,19 @@ fi
 # back at the end, and when the run is interrupted.
 NRHP=$(for _f in /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages; do
 	[ -e "$_f" ] && echo "$_f=$(cat "$_f")"; done)
+# The lab's QEMU topology makes each vCPU its own LLC and node, so the
+# default "cache" affinity scope of unbound workqueues runs a work item on
+# the CPU that queued it: swdma's channels, which stand in for a device
+# copying beside the CPUs, copied on the migrating CPU (a split's two parts
+# then took turns on one vCPU). In a VM one pod spans the machine, for
+# every configuration and both kernels; a real machine keeps its own.
+WQS=/sys/module/workqueue/parameters/default_affinity_scope OLD_WQS=
+if [ "${MO_HOST:-0}" != 1 ] && [ "${MO_WQ_SCOPE:-system}" != keep ] && [ -w $WQS ]; then
+	OLD_WQS=$(cat $WQS)
+	write_sys $WQS "${MO_WQ_SCOPE:-system}" || echo "# bench: $WERR"
+fi
 put_back() {
+	[ -n "$OLD_WQS" ] && { write_sys $WQS "$OLD_WQS" || echo "# bench: $WERR"; }
 	if [ -d $MO ] && [ -n "${OLD_REASONS:-}" ]; then
 		write_sys $MO/engine none
 		write_sys $MO/reasons "$OLD_REASONS" || echo "# bench: $WERR"
@@ -505,7 +520,7 @@ trap 'put_back; exit 130' INT TERM
 TIER_ON=1
 [ "${MO_TIER:-1}" = 0 ] && TIER_ON=0
 echo "# bench: $MODE, kernel $(uname -r) ($VARIANT), $(nproc) cpus, nodes $NODES, size ${SIZE} MiB, reps $REPS"
-emit "{\"mode\":\"run\",\"bench\":\"$MODE\",\"variant\":\"$VARIANT\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"nodes\":\"$NODES\",\"size_mb\":$SIZE,\"reps\":$REPS,\"configs\":\"$(echo $CONFS | tr ' ' ',')\",\"reasons\":\"$(json_str "$REASONS")\",\"tier\":$TIER_ON}"
+emit "{\"mode\":\"run\",\"bench\":\"$MODE\",\"variant\":\"$VARIANT\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"nodes\":\"$NODES\",\"size_mb\":$SIZE,\"reps\":$REPS,\"configs\":\"$(echo $CONFS | tr ' ' ',')\",\"reasons\":\"$(json_str "$REASONS")\",\"tier\":$TIER_ON,\"wq_scope\":\"$(cat $WQS 2>/dev/null)\"}"
 
 # Set every configuration up once: absent ones are reported and dropped.
 OK_CONFS=
