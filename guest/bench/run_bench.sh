@@ -499,10 +499,6 @@ NRHP=$(for _f in /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hu
 # then took turns on one vCPU). In a VM one pod spans the machine, for
 # every configuration and both kernels; a real machine keeps its own.
 WQS=/sys/module/workqueue/parameters/default_affinity_scope OLD_WQS=
-if [ "${MO_HOST:-0}" != 1 ] && [ "${MO_WQ_SCOPE:-system}" != keep ] && [ -w $WQS ]; then
-	OLD_WQS=$(cat $WQS)
-	write_sys $WQS "${MO_WQ_SCOPE:-system}" || echo "# bench: $WERR"
-fi
 put_back() {
 	[ -n "$OLD_WQS" ] && { write_sys $WQS "$OLD_WQS" || echo "# bench: $WERR"; }
 	if [ -d $MO ] && [ -n "${OLD_REASONS:-}" ]; then
@@ -517,6 +513,10 @@ put_back() {
 	done
 }
 trap 'put_back; exit 130' INT TERM
+if [ "${MO_HOST:-0}" != 1 ] && [ "${MO_WQ_SCOPE:-system}" != keep ] && [ -w $WQS ]; then
+	OLD_WQS=$(cat $WQS)
+	write_sys $WQS "${MO_WQ_SCOPE:-system}" || { echo "# bench: $WERR"; FAILED=$((FAILED + 1)); }
+fi
 TIER_ON=1
 [ "${MO_TIER:-1}" = 0 ] && TIER_ON=0
 echo "# bench: $MODE, kernel $(uname -r) ($VARIANT), $(nproc) cpus, nodes $NODES, size ${SIZE} MiB, reps $REPS"
