@@ -288,6 +288,10 @@ def summarize(records):
            "measurements_by_mode": {m: n for m, n in by_mode.items() if n},
            "skipped": sum(1 for r in records if r.get("skipped")),
            "records_with_bad_bytes": bad, "records": len(records)}
+    # The workqueue scope each boot ran with (run_bench sets it in a VM):
+    # boots with different scopes are not comparable.
+    out["wq_scopes"] = sorted({r.get("wq_scope") or "unrecorded"
+                               for r in records if r.get("mode") == "run"})
     out["copy_phase"] = copy_phase_ratios(records)
     # Profiles were asked for (even if skipped: no tracepoint): the copy
     # goals must then show, as not measured if need be.

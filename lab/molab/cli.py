@@ -542,6 +542,10 @@ def _bench_failures(run, summary):
         out.append(f"{summary['records_with_bad_bytes']} measurement(s) found corrupted bytes")
     if not summary["measurements"]:
         out.append("nothing was measured")
+    scopes = summary.get("wq_scopes") or []
+    if len(scopes) > 1:
+        out.append(f"boots ran with different workqueue affinity scopes ({', '.join(scopes)}): "
+                   "their figures are not comparable; run the bench again")
     idle = summary.get("tiering_idle") or []
     if idle:
         out.append(f"{len(idle)} tiering measurement(s) saw no demotion or no promotion in "

@@ -763,3 +763,22 @@ def test_split_inconclusive_without_counts_or_2m_folios_and_without_auto():
     # judged without auto in the run too
     s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], auto=False))
     assert g["verdict"] == "met"
+
+
+def test_boots_with_different_workqueue_scopes_fail_the_run():
+    from lab.molab import cli
+    tput = {"mode": "tput", "folio_kb": 4, "to": 1, "gbps": 0.2, "rep": 0, "bytes": 1 << 26}
+    recs = [{"mode": "run", "variant": "vanilla", "round": 0, "wq_scope": "system"},
+            dict(tput, variant="vanilla", round=0, config="vanilla"),
+            {"mode": "run", "variant": "patched", "round": 0, "wq_scope": "cache"},
+            dict(tput, variant="patched", round=0, config="cpu")]
+    s = br.summarize(recs)
+    assert s["wq_scopes"] == ["cache", "system"]
+    assert any("different workqueue affinity scopes (cache, system)" in f
+               for f in cli._bench_failures({"records": recs}, s))
+    for r in recs:
+        if r["mode"] == "run":
+            r["wq_scope"] = "system"
+    s = br.summarize(recs)
+    assert s["wq_scopes"] == ["system"]
+    assert not any("workqueue" in f for f in cli._bench_failures({"records": recs}, s))
