@@ -852,6 +852,9 @@ static void trace_mark(const char *what)
 }
 
 /* One measured move of @len bytes of @kb folios; @folios > 0 for "count". */
+static void tier_hogs_start(const cpu_set_t *cpus);
+static void tier_hogs_stop(void);
+
 static void tput_one(long kb, size_t len, long folios, int rep)
 {
 	uint64_t seed = (uint64_t)opt.mode << 40 | (uint64_t)kb << 16 | rep;
@@ -895,6 +898,9 @@ static void tput_one(long kb, size_t len, long folios, int rep)
 	j_int(&j, "bad_bytes", bad);
 	j_bool(&j, "verified", !bad && r.ret >= 0);
 	j_costs(&j, &a, &b, len);
+	j_bool(&j, "hog", opt.hog);
+	if (opt.hog)
+		j_int(&j, "hogs", nr_tier_hogs);
 	j_str(&j, "kernel", kernel_rel);
 	j_end(&j);
 	if (bad || r.ret < 0) {
@@ -909,10 +915,21 @@ static void tput_one(long kb, size_t len, long folios, int rep)
 static void run_tput(void)
 {
 	char why[256];
+	cpu_set_t online;
 	int i, rep;
 
 	need_root();
 	need_nodes(opt.from, opt.to);
+	/*
+	 * --hog: a busy loop on every CPU this task may use (the mover's too),
+	 * for the whole run; forked before any buffer, so that none is shared
+	 * copy-on-write.
+	 */
+	if (opt.hog) {
+		if (sched_getaffinity(0, sizeof(online), &online))
+			fatal(EXIT_USAGE, "sched_getaffinity: %s", strerror(errno));
+		tier_hogs_start(&online);
+	}
 	pin_self();
 	for (i = 0; i < opt.folio_kb.n; i++) {
 		long kb = opt.folio_kb.v[i];
@@ -933,6 +950,7 @@ static void run_tput(void)
 		for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++)
 			tput_one(kb, len, 0, rep);
 	}
+	tier_hogs_stop();
 }
 
 static void run_count(void)
@@ -2541,7 +2559,8 @@ static void usage(FILE *f)
 "                   hugetlb pages and give them back, so that reclaim pushes\n"
 "                   other demotable pages off it (a test VM only: on a\n"
 "                   shared machine it reclaims every tenant's memory there)\n"
-"  --hog            tiering: a busy loop pinned to every online CPU\n"
+"  --hog            tiering, tput: a busy loop pinned to every CPU the run\n"
+"                   may use (tput: records \"hog\":true and \"hogs\")\n"
 "  --config NAME    label for the \"config\" key [the engine name]\n"
 "  --json-out FILE  also append every JSON line to FILE\n"
 "  -h, --help       this text\n"

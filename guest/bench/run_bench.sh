@@ -45,6 +45,11 @@
 #   MO_FILL_PCT=P        compaction fill, percent of the node's MemFree (95)
 #   MO_TO=list           tput targets (full 1,2; quick 1)
 #   MO_TPUT_CPU=N        the tput and count mover pinned to CPU N (unpinned)
+#   MO_HOG=0             no tput under a hog (default on when auto runs:
+#                        tput to the first target with a busy loop on
+#                        every CPU, for MO_HOG_ENGINES, default
+#                        none,mtcopy-2,auto, those the run has)
+#   MO_HOG_FOLIO=list    its folio sizes (MO_FOLIO)
 #   MO_PROFILE=0         no phase profile (default on, patched kernels: one
 #                        traced tput run per configuration and folio size
 #                        under the mm_migrate_batch_phases,
@@ -374,6 +379,22 @@ splits() {
 		"$MODBG/auto_model" 2>/dev/null)
 	echo "${_n:-0}"
 }
+# auto_choices LABEL: what auto's models held after a part and how many
+# batches of each size class each engine (and the CPU) was chosen for: one
+# "auto_choice" record per engine and class that was chosen or calibrated
+# (configure() selects auto again before every part, which resets the
+# counts), so that the report can say why auto was or was not as fast as
+# the best fixed configuration.
+auto_choices() {
+	[ -r "$MODBG/auto_model" ] || return 0
+	awk -v part="$(json_str "$1")" -v rep="${_r:-0}" '
+		/^#/ || $1 == "split" || NF < 8 { next }
+		$6 + $7 > 0 {
+			printf "{\"mode\":\"auto_choice\",\"config\":\"auto\",\"part\":\"%s\",\"rep\":%s,\"engine\":\"%s\",\"size_kb\":%s,\"batch_ns\":%s,\"folio_ns\":%s,\"samples\":%s,\"chosen\":%s,\"not_ready\":%s}\n", \
+				part, rep, $1, $2, $3, $4, $6, $7, $8
+		}' "$MODBG/auto_model" 2>/dev/null
+}
+
 # run_part CONF LABEL MODE ARGS...: one mo_bench run, summarized.
 run_part() {
 	_conf=$1 _label=$2; shift 2
@@ -386,6 +407,7 @@ run_part() {
 	[ "$_conf" = split ] &&
 		emit "{\"mode\":\"splits\",\"config\":\"split\",\"part\":\"$(json_str "$_label")\",${SPLIT_CELL:-}\"splits\":$(($(splits) - _s0))}"
 	cat "$WORK/part.jsonl" >> "$J"
+	[ "$_conf" = auto ] && auto_choices "$_label" >> "$J"
 	NMEAS=$((NMEAS + $(grep -c . "$WORK/part.jsonl")))
 	grep -v ': skipped: ' "$WORK/part.err" | sed 's/^/#   /' | head -20
 	summarize "$WORK/part.jsonl" "$_conf $_label"
@@ -409,7 +431,7 @@ final_summary() {
 		jv($0, "skipped") == "true" { next }
 		{ m = jv($0, "mode"); c = jv($0, "config") }
 		m == "tput" || m == "count" {
-			k = (m == "tput") ? m " 0->" jv($0, "to") : m
+			k = (m == "tput") ? m (jv($0, "hog") == "true" ? " hog" : "") " 0->" jv($0, "to") : m
 			col = (m == "tput") ? kb(jv($0, "folio_kb")) : jv($0, "folios")
 			key = k SUBSEP c SUBSEP col
 			if (!(key in n)) {
@@ -456,8 +478,10 @@ if [ -n "${SUMMARY_ONLY:-}" ]; then
 			grep "\"mode\":\"$m\",\"config\":\"$c\"" "$SUMMARY_ONLY" > "$WORK/m.jsonl"
 			if [ "$m" = tput ]; then
 				for to in $(sed -n 's/.*"to":\([0-9]*\),.*/\1/p' "$WORK/m.jsonl" | sort -u); do
-					grep "\"to\":$to," "$WORK/m.jsonl" > "$WORK/t.jsonl"
+					grep "\"to\":$to," "$WORK/m.jsonl" | grep -v '"hog":true' > "$WORK/t.jsonl"
 					summarize "$WORK/t.jsonl" "$c tput 0->$to"
+					grep "\"to\":$to," "$WORK/m.jsonl" | grep '"hog":true' > "$WORK/t.jsonl"
+					[ -s "$WORK/t.jsonl" ] && summarize "$WORK/t.jsonl" "$c tput hog 0->$to"
 				done
 			elif [ -s "$WORK/m.jsonl" ]; then
 				summarize "$WORK/m.jsonl" "$c $m"
@@ -605,6 +629,25 @@ for to in $(echo "$TO" | tr ',' ' '); do
 	interleave "tput 0->$to" tput --size "$SIZE" --from 0 --to "$to" --folio "$FOLIO" \
 		${MO_TPUT_CPU:+--cpu "$MO_TPUT_CPU"}
 done
+
+# The same moves under a busy loop on every CPU (mo_bench tput --hog), for
+# auto against none (the issue's goal: auto never below none on a busy
+# machine) and mtcopy-2 (what a fixed threaded copy does there). Only the
+# configurations the run has; none when auto is absent.
+HOG_CONFS=
+if [ "${MO_HOG:-1}" != 0 ]; then
+	for c in $(echo "${MO_HOG_ENGINES:-none,mtcopy-2,auto}" | tr ',' ' '); do
+		case " $OK_CONFS " in *" $c "*) HOG_CONFS="$HOG_CONFS $c" ;; esac
+	done
+	case " $HOG_CONFS " in *" auto "*) ;; *) HOG_CONFS= ;; esac
+fi
+if [ -n "$HOG_CONFS" ]; then
+	_all=$OK_CONFS
+	OK_CONFS=$HOG_CONFS
+	interleave "tput hog 0->$TO1" tput --hog --size "$SIZE" --from 0 --to "$TO1" \
+		--folio "${MO_HOG_FOLIO:-$FOLIO}" ${MO_TPUT_CPU:+--cpu "$MO_TPUT_CPU"}
+	OK_CONFS=$_all
+fi
 
 # Tiering: kswapd demotes, NUMA balancing promotes, under a moving hot
 # set; without and with a busy loop on every CPU. Rotated passes like

@@ -18,7 +18,8 @@ VANILLA = "vanilla"
 NONE = "none"           # the patched kernel with batch copying off
 # The modes of mo_bench that measure something; "run", "config" and "part"
 # lines are bookkeeping, and a record with "skipped" or "absent" measured nothing.
-MEASURED = ("tput", "count", "latency", "memcpy", "compaction", "alias", "profile", "tiering")
+MEASURED = ("tput", "tput_hog", "count", "latency", "memcpy", "compaction", "alias", "profile",
+            "tiering")
 # A cell whose buffer was less than this share (percent) in folios of the
 # named size did not measure that folio size: flagged with "!".
 FOLIO_SHARE_LOW = 90.0
@@ -37,6 +38,10 @@ def load_records(path, variant, rnd):
             continue
         rec["variant"] = variant
         rec["round"] = rnd
+        # tput under a hog on every CPU is its own measurement, never a
+        # throughput cell
+        if rec.get("mode") == "tput" and rec.get("hog") is True:
+            rec["mode"] = "tput_hog"
         out.append(rec)
     return out
 
@@ -299,6 +304,8 @@ def summarize(records):
     out["goals"] = goal_verdicts(out)
     out["auto"] = auto_rows(records)
     out["split"] = split_rows(records)
+    out["hog"] = hog_rows(records)
+    out["auto_choices"] = auto_choices(records)
     asked = [r for r in records if r.get("mode") == "config" and r.get("config") == AUTO]
     if not out["auto"] and asked:
         out["auto_absent"] = next((r.get("reason") for r in asked if r.get("absent")),
@@ -967,6 +974,80 @@ def auto_rows(records):
     return out
 
 
+def hog_rows(records):
+    """auto against none under a busy loop on every CPU (tput --hog records),
+    per folio size and target, per round of the same boot: median [min..max]
+    of auto / none. Noise: the median spread of the other configurations'
+    repetitions within a round; met when the whole range is >= 1 - noise
+    (as auto's cells without a hog), missed when all of it is below,
+    inconclusive otherwise (fewer than 2 rounds, noise over AUTO_NOISE_MAX);
+    missed with corrupted bytes."""
+    recs = [r for r in records if _usable(r, "tput_hog")]
+    if not any(config_of(r) == AUTO for r in recs):
+        return []
+
+    def keyf(r):
+        return (r.get("folio_kb"), r.get("to"))
+    per = _per_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
+    reps = defaultdict(list)
+    for r in recs:
+        v = moved_gbps(r)
+        if isinstance(v, (int, float)):
+            reps[(config_of(r), keyf(r), r["round"])].append(v)
+    corrupt = {keyf(r) for r in recs if config_of(r) == AUTO and (r.get("bad_bytes") or 0) > 0}
+    out = []
+    for cell in sorted({keyf(r) for r in recs}, key=lambda c: tuple(x or 0 for x in c)):
+        auto, none = per.get((AUTO, cell), {}), per.get((NONE, cell), {})
+        ratios = [auto[rnd] / none[rnd] for rnd in sorted(auto) if none.get(rnd)]
+        others = {c: per.get((c, cell), {}) for c in {config_of(r) for r in recs}
+                  if c not in (AUTO, NONE)}
+        fixed = {c: [d[rnd] / none[rnd] for rnd in sorted(d) if none.get(rnd)]
+                 for c, d in others.items()}
+        noise = _median_spread(v for (c, k, _), v in reps.items() if k == cell and c != AUTO)
+        bar = None if noise is None or noise > AUTO_NOISE_MAX else 1 - noise
+        med = (statistics.median(ratios), min(ratios), max(ratios)) if ratios else (None,) * 3
+        out.append({"folio_kb": cell[0], "to": cell[1], "noise": noise, "pairs": len(ratios),
+                    "median": med[0], "min": med[1], "max": med[2],
+                    "others": {c: statistics.median(v) for c, v in fixed.items() if v},
+                    "corrupt": cell in corrupt,
+                    "verdict": "missed" if cell in corrupt else
+                    _verdict(med[1], med[2], bar, len(ratios))})
+    return out
+
+
+def auto_choices(records):
+    """What auto chose: from the auto_choice records run_bench writes after
+    every part of auto (the counts start at 0 with each part), per part and
+    size class, the batches each engine (or the CPU) was chosen for, summed
+    over rounds and repetitions, and the median of its model's estimates
+    (fixed cost per batch, cost per folio) at the end of the parts."""
+    acc = defaultdict(lambda: {"chosen": 0, "not_ready": 0, "batch_ns": [], "folio_ns": []})
+    for r in records:
+        if r.get("mode") != "auto_choice":
+            continue
+        a = acc[(r.get("part"), r.get("size_kb"), r.get("engine"))]
+        a["chosen"] += r.get("chosen") or 0
+        a["not_ready"] += r.get("not_ready") or 0
+        for k in ("batch_ns", "folio_ns"):
+            if isinstance(r.get(k), (int, float)) and r.get("samples"):
+                a[k].append(r[k])
+    cells = defaultdict(dict)
+    for (part, kb, eng), a in acc.items():
+        cells[(part, kb)][eng] = {
+            "chosen": a["chosen"], "not_ready": a["not_ready"],
+            "batch_ns": statistics.median(a["batch_ns"]) if a["batch_ns"] else None,
+            "folio_ns": statistics.median(a["folio_ns"]) if a["folio_ns"] else None}
+    out = []
+    for (part, kb), engines in sorted(cells.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0)):
+        total = sum(e["chosen"] for e in engines.values())
+        if not total:
+            continue
+        out.append({"part": part, "folio_kb": kb, "batches": total,
+                    "engines": {n: dict(e, share=e["chosen"] / total)
+                                for n, e in sorted(engines.items())}})
+    return out
+
+
 # a split must beat the faster rival by more than this even when the
 # repetitions agree exactly: a tie is not "faster"
 SPLIT_MARGIN_MIN = 0.02
@@ -1100,13 +1181,21 @@ def auto_goals(summary):
            {"goal": "auto never below none, every cell",
             "verdict": _overall(r["verdict_none"] for r in rows), "note": flag}]
     hog = [r for r in summary.get("compaction") or [] if r["config"] == AUTO and r["hog"]]
-    if hog and hog[0].get("vs_none_min") is not None:
+    hog_tput = summary.get("hog") or []
+    if hog_tput:
+        v = _overall(r["verdict"] for r in hog_tput)
+        note = "move_pages() with a busy loop on every CPU: " + ", ".join(
+            f"{_kb(r['folio_kb'])} {_f(r['median'], '{:.2f}')}x none "
+            f"{_rng(r['min'], r['max'])}" for r in hog_tput)
+        if aliased:
+            note += "; 2M cells measure the emulator"
+    elif hog and hog[0].get("vs_none_min") is not None:
         r = hog[0]
         v = _verdict(r["vs_none_min"], r["vs_none_max"], 1.0, r.get("vs_none_pairs") or 0)
         note = (f"compaction with a hog on every CPU: {r['vs_none_median']:.2f}x none "
                 f"[{r['vs_none_min']:.2f}..{r['vs_none_max']:.2f}]")
     else:
-        v, note = "inconclusive", "not measured (no compaction run of auto with a hog)"
+        v, note = "inconclusive", "not measured (no run of auto with a hog: tput --hog or compaction)"
     out.append({"goal": "under a CPU hog on every CPU, auto never below none",
                 "verdict": v, "note": note})
     out.append(_split_goal(summary))
@@ -1136,10 +1225,41 @@ def _auto_text(summary):
                      f"auto/none {_f(r['vs_none_median'], '{:.2f}')} "
                      f"{_rng(r['vs_none_min'], r['vs_none_max']):>13} ({r['verdict_none']})  "
                      f"noise {_f(r['noise'], '{:.0%}')}")
+    hog = summary.get("hog") or []
+    if hog:
+        lines += ["", "== under a busy loop on every CPU (tput --hog): auto / none, median of "
+                  "per-round ratios [min..max]; the other configurations / none for comparison"]
+        for r in hog:
+            others = "  ".join(f"{c}/none {v:.2f}" for c, v in sorted(r["others"].items()))
+            lines.append(f"{_kb(r['folio_kb'])} to {r['to']:<10} auto/none "
+                         f"{_f(r['median'], '{:.2f}')} {_rng(r['min'], r['max']):>13} "
+                         f"({r['verdict']})  noise {_f(r['noise'], '{:.0%}')}  {others}")
+    lines += _choice_lines(summary)
     for g in auto_goals(summary):
         lines.append(f"goal: {g['goal']}: {g['verdict']}"
                      + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))
     return lines
+
+
+def _choice_lines(summary):
+    """auto's choices per part and folio size: share of batches per engine,
+    and its model's cost per folio (us) at the end of the parts."""
+    rows = summary.get("auto_choices") or []
+    if not rows:
+        return []
+    out = ["", "== what auto chose: share of its batches per engine [model: us per folio "
+           "+ us per batch, median at the end of the parts]; not ready: times an engine "
+           "could not start"]
+    for r in rows:
+        parts = []
+        for n, e in r["engines"].items():
+            model = ("?" if e["folio_ns"] is None else
+                     f"{e['folio_ns'] / 1000:.1f}+{(e['batch_ns'] or 0) / 1000:.0f}")
+            nr = f", not ready {e['not_ready']}" if e["not_ready"] else ""
+            parts.append(f"{n} {e['share']:.0%} [{model}{nr}]")
+        out.append(f"{r['part']:<14} {_kb(r['folio_kb']):>5} {r['batches']:>5} batches: "
+                   + "  ".join(parts))
+    return out
 
 
 def _auto_md(summary):
@@ -1161,6 +1281,20 @@ def _auto_md(summary):
                    f"{_rng(r['vs_none_min'], r['vs_none_max'])} | {r['verdict_none']} | "
                    f"{_f(r['noise'], '{:.0%}')} |")
     out.append("")
+    hog = summary.get("hog") or []
+    if hog:
+        out += ["Under a busy loop on every CPU (`tput --hog`), same boot:", "",
+                "| cell | auto / none | verdict | others / none | noise |", "|---|---|---|---|---|"]
+        for r in hog:
+            others = ", ".join(f"{c} {v:.2f}" for c, v in sorted(r["others"].items())) or "-"
+            out.append(f"| {_kb(r['folio_kb'])} to {r['to']} | {_f(r['median'], '{:.2f}')} "
+                       f"{_rng(r['min'], r['max'])} | {r['verdict']} | {others} | "
+                       f"{_f(r['noise'], '{:.0%}')} |")
+        out.append("")
+    choices = _choice_lines(summary)
+    if choices:
+        out += ["What auto chose (share of its batches per engine; its model's us per folio "
+                "+ us per batch):", "", "```", *choices[2:], "```", ""]
     for g in auto_goals(summary):
         out.append(f"- {g['goal']}: **{g['verdict']}**"
                    + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))

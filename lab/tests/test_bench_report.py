@@ -681,6 +681,86 @@ def test_auto_hog_goal_needs_two_rounds():
     assert goal["verdict"] == "met"
 
 
+def _hog_recs(auto_vals, none=1.0, mtcopy=0.7, spread=0.1, bad=0):
+    """tput --hog records as run_bench writes them (mode tput, hog true),
+    two reps a round of none, mtcopy-2 and auto, 4K to node 1."""
+    out = []
+    for rnd, av in enumerate(auto_vals):
+        for cfg, v in (("none", none), ("mtcopy-2", mtcopy), ("auto", av)):
+            for f in (1 - spread / 2, 1 + spread / 2):
+                out.append(json.dumps({"mode": "tput", "config": cfg, "folio_kb": 4, "to": 1,
+                                       "gbps": v * f, "hog": True, "hogs": 2,
+                                       "bad_bytes": bad if cfg == "auto" else 0}))
+    return out
+
+
+def _load(tmp_path, lines_by_round):
+    recs = []
+    for rnd, lines in enumerate(lines_by_round):
+        p = tmp_path / f"b{rnd}.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        recs += br.load_records(p, "patched", rnd)
+    return recs
+
+
+def test_hog_tput_is_its_own_measurement_and_judges_the_hog_goal(tmp_path):
+    base = _auto_recs([1.9, 1.9])
+    # auto at none's speed under the hog, every round: met; never a tput cell
+    lines = _hog_recs([1.0, 1.0])
+    hog = _load(tmp_path, [lines[:6], lines[6:]])
+    assert {r["mode"] for r in hog} == {"tput_hog"}
+    s = br.summarize(base + hog)
+    assert [(r["folio_kb"], r["to"]) for r in s["auto"]] == [(64, 1)]
+    [h] = s["hog"]
+    assert h["pairs"] == 2 and abs(h["median"] - 1.0) < 1e-9 and h["verdict"] == "met"
+    assert abs(h["others"]["mtcopy-2"] - 0.7) < 1e-9
+    goal = [g for g in s["auto_goals"] if "hog" in g["goal"]][0]
+    assert goal["verdict"] == "met" and "4K 1.00x none" in goal["note"]
+    assert "mtcopy-2/none 0.70" in "\n".join(br.text_tables(s))
+    # below none by more than the noise in every round: missed
+    lines = _hog_recs([0.7, 0.75])
+    s = br.summarize(base + _load(tmp_path, [lines[:6], lines[6:]]))
+    assert s["hog"][0]["verdict"] == "missed"
+    assert [g for g in s["auto_goals"] if "hog" in g["goal"]][0]["verdict"] == "missed"
+    # one round only, or corrupted bytes under auto
+    s = br.summarize(base + _load(tmp_path, [_hog_recs([1.2])]))
+    assert s["hog"][0]["verdict"] == "inconclusive"
+    lines = _hog_recs([1.2, 1.2], bad=1)
+    s = br.summarize(base + _load(tmp_path, [lines[:6], lines[6:]]))
+    assert s["hog"][0]["verdict"] == "missed"
+    # no auto under the hog: no rows, the hog goal not measured
+    lines = [ln for ln in _hog_recs([1.0, 1.0]) if '"auto"' not in ln]
+    s = br.summarize(base + _load(tmp_path, [lines[:4], lines[4:]]))
+    assert s["hog"] == []
+    assert [g for g in s["auto_goals"] if "hog" in g["goal"]][0]["verdict"] == "inconclusive"
+
+
+def test_auto_choices_sum_the_parts_and_say_what_the_model_held():
+    def ch(rnd, part, kb, eng, chosen, folio_ns, batch_ns=0, not_ready=0, samples=3):
+        return {"mode": "auto_choice", "config": "auto", "part": part, "rep": 0,
+                "engine": eng, "size_kb": kb, "batch_ns": batch_ns, "folio_ns": folio_ns,
+                "samples": samples, "chosen": chosen, "not_ready": not_ready,
+                "variant": "patched", "round": rnd}
+    recs = _auto_recs([1.9, 1.9]) + [
+        ch(0, "tput 0->1", 4, "cpu", 2, 16000), ch(0, "tput 0->1", 4, "mtcopy", 30, 9000, 40000),
+        ch(1, "tput 0->1", 4, "cpu", 6, 18000), ch(1, "tput 0->1", 4, "mtcopy", 26, 11000,
+                                                   60000, not_ready=5),
+        # calibrated, never chosen: listed at 0%; no samples: no model
+        ch(0, "tput 0->1", 4, "dcbm", 0, 130000), ch(1, "tput 0->1", 4, "dcbm", 0, 0, samples=0),
+        ch(0, "tput hog 0->1", 4, "cpu", 32, 30000)]
+    s = br.summarize(recs)
+    c = {(r["part"], r["folio_kb"]): r for r in s["auto_choices"]}
+    r = c[("tput 0->1", 4)]
+    assert r["batches"] == 64
+    assert abs(r["engines"]["mtcopy"]["share"] - 56 / 64) < 1e-9
+    assert r["engines"]["mtcopy"]["folio_ns"] == 10000 and r["engines"]["mtcopy"]["not_ready"] == 5
+    assert r["engines"]["dcbm"]["share"] == 0 and r["engines"]["dcbm"]["folio_ns"] == 130000
+    assert c[("tput hog 0->1", 4)]["engines"]["cpu"]["share"] == 1
+    text = "\n".join(br.text_tables(s))
+    assert "mtcopy 88% [10.0+50, not ready 5]" in text
+    assert "What auto chose" in "\n".join(br.markdown_tables(s))
+
+
 def _split_recs(split_vals, cpu=1.0, dcbm=2.0, spread=0.1, splits=8, bad=0,
                 split_kb=2048, auto=True, share=None):
     """2M throughput, two reps a round of cpu, dcbm-4 and split (and auto at
