@@ -388,6 +388,13 @@ splits() {
 auto_choices() {
 	[ -r "$MODBG/auto_model" ] || return 0
 	awk -v part="$(json_str "$1")" -v rep="${_r:-0}" '
+		# "split ENGINE RATIO_PCT SAMPLES CHOSEN CUT_PERMILLE": the
+		# batches split with ENGINE (also counted in its classes)
+		$1 == "split" && NF >= 6 && $5 > 0 {
+			printf "{\"mode\":\"auto_split_model\",\"config\":\"auto\",\"part\":\"%s\",\"rep\":%s,\"engine\":\"%s\",\"ratio_pct\":%s,\"samples\":%s,\"chosen\":%s,\"cut_permille\":%s}\n", \
+				part, rep, $2, $3, $4, $5, $6
+			next
+		}
 		/^#/ || $1 == "split" || NF < 8 { next }
 		$6 + $7 > 0 {
 			printf "{\"mode\":\"auto_choice\",\"config\":\"auto\",\"part\":\"%s\",\"rep\":%s,\"engine\":\"%s\",\"size_kb\":%s,\"batch_ns\":%s,\"folio_ns\":%s,\"samples\":%s,\"chosen\":%s,\"not_ready\":%s}\n", \

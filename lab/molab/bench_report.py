@@ -306,6 +306,7 @@ def summarize(records):
     out["split"] = split_rows(records)
     out["hog"] = hog_rows(records)
     out["auto_choices"] = auto_choices(records)
+    out["auto_splits"] = auto_splits(records)
     asked = [r for r in records if r.get("mode") == "config" and r.get("config") == AUTO]
     if not out["auto"] and asked:
         out["auto_absent"] = next((r.get("reason") for r in asked if r.get("absent")),
@@ -1048,6 +1049,24 @@ def auto_choices(records):
     return out
 
 
+def auto_splits(records):
+    """The batches auto split (auto_split_model records: every size class
+    together; a split also counts in the engine's class above), per part
+    and engine, summed over rounds and repetitions, with the median of the
+    learnt split ratio (what splits cost against their prediction, %)."""
+    acc = defaultdict(lambda: {"chosen": 0, "ratio": []})
+    for r in records:
+        if r.get("mode") != "auto_split_model":
+            continue
+        a = acc[(r.get("part"), r.get("engine"))]
+        a["chosen"] += r.get("chosen") or 0
+        if r.get("samples") and isinstance(r.get("ratio_pct"), (int, float)):
+            a["ratio"].append(r["ratio_pct"])
+    return [{"part": p, "engine": e, "chosen": a["chosen"],
+             "ratio_pct": statistics.median(a["ratio"]) if a["ratio"] else None}
+            for (p, e), a in sorted(acc.items(), key=lambda x: str(x[0]))]
+
+
 # a split must beat the faster rival by more than this even when the
 # repetitions agree exactly: a tie is not "faster"
 SPLIT_MARGIN_MIN = 0.02
@@ -1259,6 +1278,10 @@ def _choice_lines(summary):
             parts.append(f"{n} {e['share']:.0%} [{model}{nr}]")
         out.append(f"{r['part']:<14} {_kb(r['folio_kb']):>5} {r['batches']:>5} batches: "
                    + "  ".join(parts))
+    for r in summary.get("auto_splits") or []:
+        ratio = "" if r["ratio_pct"] is None else f", learnt ratio {r['ratio_pct']:.0f}%"
+        out.append(f"{r['part']:<14} of these, split between the CPU and {r['engine']}: "
+                   f"{r['chosen']}{ratio}")
     return out
 
 

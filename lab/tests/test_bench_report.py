@@ -748,7 +748,13 @@ def test_auto_choices_sum_the_parts_and_say_what_the_model_held():
         # calibrated, never chosen: listed at 0%; no samples: no model
         ch(0, "tput 0->1", 4, "dcbm", 0, 130000), ch(1, "tput 0->1", 4, "dcbm", 0, 0, samples=0),
         ch(0, "tput hog 0->1", 4, "cpu", 32, 30000)]
+    recs += [{"mode": "auto_split_model", "config": "auto", "part": "tput 0->1", "rep": 0,
+              "engine": "dcbm", "ratio_pct": pct, "samples": 4, "chosen": n,
+              "variant": "patched", "round": rnd} for rnd, (pct, n) in enumerate(((120, 3), (140, 2)))]
     s = br.summarize(recs)
+    assert s["auto_splits"] == [{"part": "tput 0->1", "engine": "dcbm", "chosen": 5,
+                                 "ratio_pct": 130}]
+    assert "split between the CPU and dcbm: 5, learnt ratio 130%" in "\n".join(br.text_tables(s))
     c = {(r["part"], r["folio_kb"]): r for r in s["auto_choices"]}
     r = c[("tput 0->1", 4)]
     assert r["batches"] == 64
