@@ -304,6 +304,7 @@ def summarize(records):
     out["goals"] = goal_verdicts(out)
     out["auto"] = auto_rows(records)
     out["split"] = split_rows(records)
+    out["split_sizes"] = split_sizes(records)
     out["hog"] = hog_rows(records)
     out["auto_choices"] = auto_choices(records)
     out["auto_splits"] = auto_splits(records)
@@ -1141,6 +1142,50 @@ def split_rows(records):
     return out
 
 
+def split_sizes(records):
+    """The split configuration against the faster of cpu and dcbm-4 at every
+    folio size it ran (the goal is judged at 2M alone, split_rows()): per
+    size and target, the median [min..max] over rounds of split / max(cpu,
+    dcbm-4), each a median of the round's repetitions, and the batches split
+    there. Shown, not judged: where else a split pays."""
+    recs = [r for r in records if _usable(r, "tput") and config_of(r) in (SPLIT, *SPLIT_RIVALS)]
+    if not any(config_of(r) == SPLIT for r in recs):
+        return []
+    per = _per_round(recs, lambda r: (config_of(r), r.get("folio_kb"), r.get("to")), moved_gbps)
+    splits = defaultdict(int)
+    for r in records:
+        if r.get("mode") == "splits":
+            splits[(r.get("folio_kb"), r.get("to"))] += r.get("splits") or 0
+    out = []
+    for kb, to in sorted({(r.get("folio_kb"), r.get("to")) for r in recs if config_of(r) == SPLIT},
+                         key=lambda c: tuple(x or 0 for x in c)):
+        mine, ratios = per.get((SPLIT, kb, to), {}), []
+        for rnd in sorted(mine):
+            rivals = [per.get((c, kb, to), {}).get(rnd) for c in SPLIT_RIVALS]
+            if all(isinstance(v, (int, float)) and v > 0 for v in rivals):
+                ratios.append(mine[rnd] / max(rivals))
+        out.append({"folio_kb": kb, "to": to, "splits": splits.get((kb, to), 0),
+                    "pairs": len(ratios),
+                    "median": statistics.median(ratios) if ratios else None,
+                    "min": min(ratios) if ratios else None,
+                    "max": max(ratios) if ratios else None})
+    return out
+
+
+def _split_size_lines(summary):
+    rows = summary.get("split_sizes") or []
+    if not rows:
+        return []
+    out = ["", "== the split (auto_split 2, dcbm-4) against the faster of cpu and dcbm-4 at "
+           "each folio size (shown, the goal is judged at 2M): median of per-round ratios "
+           "[min..max], batches split"]
+    for r in rows:
+        out.append(f"{_kb(r['folio_kb'])} to {r['to']:<6} split/max(cpu,dcbm-4) "
+                   f"{_f(r['median'], '{:.2f}')} {_rng(r['min'], r['max']):>13}  "
+                   f"{r['pairs']} rounds, {r['splits']} batches split")
+    return out
+
+
 def _split_goal(summary):
     goal = "a 2M batch split between the CPU and dcbm faster than either alone"
     rows = summary.get("split") or []
@@ -1254,6 +1299,7 @@ def _auto_text(summary):
                          f"{_f(r['median'], '{:.2f}')} {_rng(r['min'], r['max']):>13} "
                          f"({r['verdict']})  noise {_f(r['noise'], '{:.0%}')}  {others}")
     lines += _choice_lines(summary)
+    lines += _split_size_lines(summary)
     for g in auto_goals(summary):
         lines.append(f"goal: {g['goal']}: {g['verdict']}"
                      + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))
@@ -1318,6 +1364,10 @@ def _auto_md(summary):
     if choices:
         out += ["What auto chose (share of its batches per engine; its model's us per folio "
                 "+ us per batch):", "", "```", *choices[2:], "```", ""]
+    sizes = _split_size_lines(summary)
+    if sizes:
+        out += ["The split against the faster of cpu and dcbm-4 at each folio size (shown; "
+                "the goal is judged at 2M):", "", "```", *sizes[2:], "```", ""]
     for g in auto_goals(summary):
         out.append(f"- {g['goal']}: **{g['verdict']}**"
                    + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))

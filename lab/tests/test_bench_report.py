@@ -817,6 +817,25 @@ def test_split_met_only_above_the_faster_rival_plus_noise():
     assert _split_goal(_split_recs([2.1, 2.1, 2.1], spread=0))[1]["verdict"] == "met"
 
 
+def test_split_sizes_are_shown_at_every_folio_size_it_ran():
+    recs = _split_recs([2.4, 2.4, 2.4])
+    # a 1M cell too: split 1.5 against cpu 1.0 and dcbm-4 1.2, a round without dcbm left out
+    for rnd in range(3):
+        for cfg, v in (("cpu", 1.0), ("dcbm-4", 1.2), ("split", 1.5)):
+            if cfg == "dcbm-4" and rnd == 2:
+                continue
+            recs.append(rec("patched", rnd, cfg, 1024, v))
+        recs.append({"mode": "splits", "config": "split", "part": "tput 0->1", "folio_kb": 1024,
+                     "to": 1, "rep": 0, "splits": 4, "variant": "patched", "round": rnd})
+    s = br.summarize(recs)
+    rows = {r["folio_kb"]: r for r in s["split_sizes"]}
+    assert rows[1024]["pairs"] == 2 and abs(rows[1024]["median"] - 1.25) < 1e-9
+    assert rows[1024]["splits"] == 12 and abs(rows[2048]["median"] - 1.2) < 1e-9
+    assert "1M to 1      split/max(cpu,dcbm-4) 1.25" in "\n".join(br.text_tables(s))
+    # the goal is still judged at 2M alone
+    assert [r["to"] for r in s["split"]] == [1]
+
+
 def test_split_missed_without_splits_or_with_corrupt_bytes():
     s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], splits=0))
     assert g["verdict"] == "missed" and "no 2M batch was split" in g["note"]
