@@ -196,6 +196,17 @@ static volatile pid_t hog_pid;
 static pid_t tier_hogs[MAX_HOGS];
 static volatile int nr_tier_hogs;
 
+struct hog_shared {
+	volatile long long iters;
+};
+
+static struct hog_shared *tier_hog_sh;	/* the hogs' counter, if they run */
+
+static long long hog_count(struct hog_shared *sh)
+{
+	return __atomic_load_n(&sh->iters, __ATOMIC_RELAXED);
+}
+
 static void kill_hog(void)
 {
 	int i;
@@ -345,6 +356,9 @@ static void j_skipped(long folio_kb, long long size_bytes, const char *extra_key
 	if (extra_key)
 		j_int(&j, extra_key, extra);
 	j_str(&j, "kernel", kernel_rel);
+	/* a skipped measurement under a hog is still one of the hog's */
+	if (opt.hog && opt.mode == M_TPUT)
+		j_bool(&j, "hog", true);
 	j_bool(&j, "skipped", true);
 	j_str(&j, "reason", reason);
 	j_end(&j);
@@ -862,6 +876,7 @@ static void tput_one(long kb, size_t len, long folios, int rep)
 	struct snap a, b;
 	struct mover m;
 	struct json j;
+	long long hog0, hog1;
 	double placed, share, share_after, secs;
 	size_t bad;
 	uint8_t *buf;
@@ -875,9 +890,11 @@ static void tput_one(long kb, size_t len, long folios, int rep)
 	}
 	share = folio_share(buf, len, kb);
 	snap_take(&a);
+	hog0 = tier_hog_sh ? hog_count(tier_hog_sh) : 0;
 	trace_mark("mo_bench: move begin");
 	move_timed(&m, opt.to, &r, NULL, NULL);
 	trace_mark("mo_bench: move end");
+	hog1 = tier_hog_sh ? hog_count(tier_hog_sh) : 0;
 	snap_take(&b);
 	bad = verify(buf, 0, len, seed, mode_names[opt.mode]);
 	share_after = folio_share(buf, len, kb);
@@ -899,8 +916,12 @@ static void tput_one(long kb, size_t len, long folios, int rep)
 	j_bool(&j, "verified", !bad && r.ret >= 0);
 	j_costs(&j, &a, &b, len);
 	j_bool(&j, "hog", opt.hog);
-	if (opt.hog)
+	if (opt.hog) {
+		/* how many, against the CPUs there are, and that they ran */
 		j_int(&j, "hogs", nr_tier_hogs);
+		j_int(&j, "cpus_online", sysconf(_SC_NPROCESSORS_ONLN));
+		j_num(&j, "hog_per_s", secs > 0 ? (hog1 - hog0) / secs : NAN);
+	}
 	j_str(&j, "kernel", kernel_rel);
 	j_end(&j);
 	if (bad || r.ret < 0) {
@@ -1576,10 +1597,6 @@ static int node_first_cpu(int node)
 	return c;
 }
 
-struct hog_shared {
-	volatile long long iters;
-};
-
 static pid_t start_hog(int cpu, struct hog_shared *sh)
 {
 	pid_t parent = getpid(), pid = fork();
@@ -1605,11 +1622,6 @@ static pid_t start_hog(int cpu, struct hog_shared *sh)
 		}
 	}
 	return pid;
-}
-
-static long long hog_count(struct hog_shared *sh)
-{
-	return __atomic_load_n(&sh->iters, __ATOMIC_RELAXED);
 }
 
 static void run_compaction_one(int rep, int cpu)
@@ -1942,7 +1954,6 @@ static double task_cpu_s(const char *comm)
 	return jiffies_s(ut + st);
 }
 
-static struct hog_shared *tier_hog_sh;	/* the hogs' counter, if they run */
 
 static const char *const tier_keys[] = {
 	"pgdemote_kswapd", "pgdemote_direct", "pgdemote_khugepaged",
@@ -2738,6 +2749,9 @@ int main(int argc, char **argv)
 	if (opt.from == opt.to && opt.mode != M_MEMCPY && opt.mode != M_COMPACTION &&
 	    opt.mode != M_ALIAS && opt.mode != M_TIERING)
 		fatal(EXIT_USAGE, "--from and --to are both %d", opt.from);
+	if (opt.hog && opt.mode != M_TPUT && opt.mode != M_TIERING &&
+	    opt.mode != M_COMPACTION)
+		fatal(EXIT_USAGE, "--hog: only tput, tiering and compaction take it");
 	if (opt.mode == M_LATENCY && !folios_set)
 		parse_list("--folios", "1,4,16", &opt.folios, 1, 1 << 20);
 	if ((size_t)opt.size_mb > SIZE_MAX / MIB / 2)

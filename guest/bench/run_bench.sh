@@ -387,18 +387,26 @@ splits() {
 # the best fixed configuration.
 auto_choices() {
 	[ -r "$MODBG/auto_model" ] || return 0
-	awk -v part="$(json_str "$1")" -v rep="${_r:-0}" '
+	# the repetition of an interleaved part (null for the others); rows
+	# by their column count: 8 for a model row (an engine may be named
+	# "split"), 6 for a split line; a line of neither shape is counted
+	awk -v part="$(json_str "$1")" -v rep="${_IREP:-null}" '
 		# "split ENGINE RATIO_PCT SAMPLES CHOSEN CUT_PERMILLE": the
 		# batches split with ENGINE (also counted in its classes)
-		$1 == "split" && NF >= 6 && $5 > 0 {
+		$1 == "split" && NF == 6 && $5 > 0 {
 			printf "{\"mode\":\"auto_split_model\",\"config\":\"auto\",\"part\":\"%s\",\"rep\":%s,\"engine\":\"%s\",\"ratio_pct\":%s,\"samples\":%s,\"chosen\":%s,\"cut_permille\":%s}\n", \
 				part, rep, $2, $3, $4, $5, $6
 			next
 		}
-		/^#/ || $1 == "split" || NF < 8 { next }
+		/^#/ || ($1 == "split" && NF == 6) { next }
+		NF != 8 { odd++; next }
 		$6 + $7 > 0 {
 			printf "{\"mode\":\"auto_choice\",\"config\":\"auto\",\"part\":\"%s\",\"rep\":%s,\"engine\":\"%s\",\"size_kb\":%s,\"batch_ns\":%s,\"folio_ns\":%s,\"samples\":%s,\"chosen\":%s,\"not_ready\":%s}\n", \
 				part, rep, $1, $2, $3, $4, $6, $7, $8
+		}
+		END {
+			if (odd)
+				printf "{\"mode\":\"auto_model_unparsed\",\"config\":\"auto\",\"part\":\"%s\",\"lines\":%d}\n", part, odd
 		}' "$MODBG/auto_model" 2>/dev/null
 }
 
@@ -615,6 +623,7 @@ interleave() {
 	while [ "$_r" -lt "$REPS" ]; do
 		for c in $(rotate "$_r" $OK_CONFS); do
 			use "$c" || continue
+			_IREP=$_r
 			if [ "$c" = split ] && [ "$1" = tput ]; then
 				# a run per folio size (mo_bench takes the last
 				# --folio), so that its splits are counted per cell
@@ -629,6 +638,7 @@ interleave() {
 		done
 		_r=$((_r + 1))
 	done
+	_IREP=
 }
 
 for to in $(echo "$TO" | tr ',' ' '); do
@@ -641,19 +651,30 @@ done
 # auto against none (the issue's goal: auto never below none on a busy
 # machine) and mtcopy-2 (what a fixed threaded copy does there). Only the
 # configurations the run has; none when auto is absent.
+# auto and none both, or no part; never split (its records are the split
+# goal's, per folio size).
 HOG_CONFS=
 if [ "${MO_HOG:-1}" != 0 ]; then
 	for c in $(echo "${MO_HOG_ENGINES:-none,mtcopy-2,auto}" | tr ',' ' '); do
+		[ "$c" = split ] && continue
 		case " $OK_CONFS " in *" $c "*) HOG_CONFS="$HOG_CONFS $c" ;; esac
 	done
-	case " $HOG_CONFS " in *" auto "*) ;; *) HOG_CONFS= ;; esac
+	case " $HOG_CONFS " in *" auto "*" none "*|*" none "*" auto "*) ;; *) HOG_CONFS= ;; esac
 fi
 if [ -n "$HOG_CONFS" ]; then
 	_all=$OK_CONFS
 	OK_CONFS=$HOG_CONFS
+	_n0=$(grep -c . "$J")
 	interleave "tput hog 0->$TO1" tput --hog --size "$SIZE" --from 0 --to "$TO1" \
 		--folio "${MO_HOG_FOLIO:-$FOLIO}" ${MO_TPUT_CPU:+--cpu "$MO_TPUT_CPU"}
 	OK_CONFS=$_all
+	# every tput record of the part says it ran under hogs (a mo_bench
+	# that ignored --hog would put them among the throughput cells)
+	_untagged=$(tail -n +$((_n0 + 1)) "$J" | grep '"mode":"tput"' | grep -vc '"hog":true')
+	if [ "$_untagged" != 0 ]; then
+		echo "# tput hog: $_untagged record(s) without \"hog\":true"
+		FAILED=$((FAILED + 1))
+	fi
 fi
 
 # Tiering: kswapd demotes, NUMA balancing promotes, under a moving hot

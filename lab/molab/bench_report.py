@@ -308,6 +308,9 @@ def summarize(records):
     out["hog"] = hog_rows(records)
     out["auto_choices"] = auto_choices(records)
     out["auto_splits"] = auto_splits(records)
+    out["auto_not_ready"] = auto_not_ready(records)
+    out["auto_model_unparsed"] = sum(r.get("lines") or 0 for r in records
+                                     if r.get("mode") == "auto_model_unparsed")
     asked = [r for r in records if r.get("mode") == "config" and r.get("config") == AUTO]
     if not out["auto"] and asked:
         out["auto_absent"] = next((r.get("reason") for r in asked if r.get("absent")),
@@ -976,20 +979,32 @@ def auto_rows(records):
     return out
 
 
+def _hog_verified(r):
+    """A tput record under hogs counts only if a hog ran on every CPU the
+    guest had and the hogs made progress during the timed move."""
+    hogs, online, rate = r.get("hogs"), r.get("cpus_online"), r.get("hog_per_s")
+    return (isinstance(hogs, int) and hogs >= 1 and hogs == online
+            and isinstance(rate, (int, float)) and rate > 0)
+
+
 def hog_rows(records):
     """auto against none under a busy loop on every CPU (tput --hog records),
     per folio size and target, per round of the same boot: median [min..max]
-    of auto / none. Noise: the median spread of the other configurations'
-    repetitions within a round; met when the whole range is >= 1 - noise
-    (as auto's cells without a hog), missed when all of it is below,
-    inconclusive otherwise (fewer than 2 rounds, noise over AUTO_NOISE_MAX);
-    missed with corrupted bytes."""
-    recs = [r for r in records if _usable(r, "tput_hog")]
-    if not any(config_of(r) == AUTO for r in recs):
+    of auto / none. Noise: the median spread of none's and auto's
+    repetitions within a round (the others, mtcopy's helpers fighting the
+    hogs, would loosen the bar). Met when the whole range is >= 1 - noise,
+    as auto's cells without a hog; missed when all of it is below or with
+    corrupted bytes; inconclusive with fewer than 2 rounds, noise over
+    AUTO_NOISE_MAX, a round none ran and auto did not, a record whose hogs
+    are not verified (_hog_verified), a skipped measurement, or less than
+    FOLIO_SHARE_LOW% of a buffer in folios of the size."""
+    hogrecs = [r for r in records if r.get("mode") == "tput_hog" and config_of(r) != VANILLA]
+    if not any(config_of(r) == AUTO for r in hogrecs):
         return []
 
     def keyf(r):
         return (r.get("folio_kb"), r.get("to"))
+    recs = [r for r in hogrecs if _usable(r, "tput_hog") and _hog_verified(r)]
     per = _per_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
     reps = defaultdict(list)
     for r in recs:
@@ -998,22 +1013,35 @@ def hog_rows(records):
             reps[(config_of(r), keyf(r), r["round"])].append(v)
     corrupt = {keyf(r) for r in recs if config_of(r) == AUTO and (r.get("bad_bytes") or 0) > 0}
     out = []
-    for cell in sorted({keyf(r) for r in recs}, key=lambda c: tuple(x or 0 for x in c)):
+    for cell in sorted({keyf(r) for r in hogrecs}, key=lambda c: tuple(x or 0 for x in c)):
+        mine = [r for r in hogrecs if keyf(r) == cell]
+        unverified = sum(1 for r in mine if _usable(r, "tput_hog") and not _hog_verified(r))
+        skipped = sum(1 for r in mine if r.get("skipped"))
         auto, none = per.get((AUTO, cell), {}), per.get((NONE, cell), {})
         ratios = [auto[rnd] / none[rnd] for rnd in sorted(auto) if none.get(rnd)]
-        others = {c: per.get((c, cell), {}) for c in {config_of(r) for r in recs}
-                  if c not in (AUTO, NONE)}
+        lacking = sum(1 for rnd in none if rnd not in auto)
         fixed = {c: [d[rnd] / none[rnd] for rnd in sorted(d) if none.get(rnd)]
-                 for c, d in others.items()}
-        noise = _median_spread(v for (c, k, _), v in reps.items() if k == cell and c != AUTO)
+                 for (c, k), d in per.items() if k == cell and c not in (AUTO, NONE)}
+        noise = _median_spread(v for (c, k, _), v in reps.items()
+                               if k == cell and c in (AUTO, NONE))
+        share = _folio_share_min([r for r in recs if keyf(r) == cell])
         bar = None if noise is None or noise > AUTO_NOISE_MAX else 1 - noise
         med = (statistics.median(ratios), min(ratios), max(ratios)) if ratios else (None,) * 3
+        why = ("hogs not verified in %d record(s)" % unverified if unverified else
+               "%d measurement(s) skipped" % skipped if skipped else
+               "%d round(s) without auto" % lacking if lacking else
+               f"only {share:.0f}% of a buffer in folios of the size"
+               if share is not None and share < FOLIO_SHARE_LOW else None)
+        if cell in corrupt:
+            verdict = "missed"
+        elif why:
+            verdict = "inconclusive"
+        else:
+            verdict = _verdict(med[1], med[2], bar, len(ratios))
         out.append({"folio_kb": cell[0], "to": cell[1], "noise": noise, "pairs": len(ratios),
-                    "median": med[0], "min": med[1], "max": med[2],
+                    "median": med[0], "min": med[1], "max": med[2], "why": why,
                     "others": {c: statistics.median(v) for c, v in fixed.items() if v},
-                    "corrupt": cell in corrupt,
-                    "verdict": "missed" if cell in corrupt else
-                    _verdict(med[1], med[2], bar, len(ratios))})
+                    "corrupt": cell in corrupt, "verdict": verdict})
     return out
 
 
@@ -1023,20 +1051,19 @@ def auto_choices(records):
     size class, the batches each engine (or the CPU) was chosen for, summed
     over rounds and repetitions, and the median of its model's estimates
     (fixed cost per batch, cost per folio) at the end of the parts."""
-    acc = defaultdict(lambda: {"chosen": 0, "not_ready": 0, "batch_ns": [], "folio_ns": []})
+    acc = defaultdict(lambda: {"chosen": 0, "batch_ns": [], "folio_ns": []})
     for r in records:
         if r.get("mode") != "auto_choice":
             continue
         a = acc[(r.get("part"), r.get("size_kb"), r.get("engine"))]
         a["chosen"] += r.get("chosen") or 0
-        a["not_ready"] += r.get("not_ready") or 0
         for k in ("batch_ns", "folio_ns"):
             if isinstance(r.get(k), (int, float)) and r.get("samples"):
                 a[k].append(r[k])
     cells = defaultdict(dict)
     for (part, kb, eng), a in acc.items():
         cells[(part, kb)][eng] = {
-            "chosen": a["chosen"], "not_ready": a["not_ready"],
+            "chosen": a["chosen"],
             "batch_ns": statistics.median(a["batch_ns"]) if a["batch_ns"] else None,
             "folio_ns": statistics.median(a["folio_ns"]) if a["folio_ns"] else None}
     out = []
@@ -1048,6 +1075,23 @@ def auto_choices(records):
                     "engines": {n: dict(e, share=e["chosen"] / total)
                                 for n, e in sorted(engines.items())}})
     return out
+
+
+def auto_not_ready(records):
+    """How often each engine was passed over as not ready, per part, summed
+    over rounds and repetitions: auto_model prints an engine's one count on
+    every size class row, so each part's count is taken once."""
+    seen, acc = set(), defaultdict(int)
+    for r in records:
+        if r.get("mode") != "auto_choice":
+            continue
+        key = (r.get("round"), r.get("rep"), r.get("part"), r.get("engine"))
+        if key in seen:
+            continue
+        seen.add(key)
+        acc[(r.get("part"), r.get("engine"))] += r.get("not_ready") or 0
+    return [{"part": p, "engine": e, "not_ready": n}
+            for (p, e), n in sorted(acc.items(), key=lambda x: str(x[0])) if n]
 
 
 def auto_splits(records):
@@ -1244,22 +1288,19 @@ def auto_goals(summary):
             "verdict": _overall(r["verdict_best"] for r in rows), "note": flag},
            {"goal": "auto never below none, every cell",
             "verdict": _overall(r["verdict_none"] for r in rows), "note": flag}]
-    hog = [r for r in summary.get("compaction") or [] if r["config"] == AUTO and r["hog"]]
     hog_tput = summary.get("hog") or []
     if hog_tput:
         v = _overall(r["verdict"] for r in hog_tput)
         note = "move_pages() with a busy loop on every CPU: " + ", ".join(
             f"{_kb(r['folio_kb'])} {_f(r['median'], '{:.2f}')}x none "
-            f"{_rng(r['min'], r['max'])}" for r in hog_tput)
+            f"{_rng(r['min'], r['max'])}" + (f" ({r['why']})" if r["why"] else "")
+            for r in hog_tput)
         if aliased:
             note += "; 2M cells measure the emulator"
-    elif hog and hog[0].get("vs_none_min") is not None:
-        r = hog[0]
-        v = _verdict(r["vs_none_min"], r["vs_none_max"], 1.0, r.get("vs_none_pairs") or 0)
-        note = (f"compaction with a hog on every CPU: {r['vs_none_median']:.2f}x none "
-                f"[{r['vs_none_min']:.2f}..{r['vs_none_max']:.2f}]")
     else:
-        v, note = "inconclusive", "not measured (no run of auto with a hog: tput --hog or compaction)"
+        # the compaction runs' hog is one busy loop on the compacting CPU:
+        # not this goal's
+        v, note = "inconclusive", "not measured (no tput run of auto and none under a hog)"
     out.append({"goal": "under a CPU hog on every CPU, auto never below none",
                 "verdict": v, "note": note})
     out.append(_split_goal(summary))
@@ -1295,9 +1336,10 @@ def _auto_text(summary):
                   "per-round ratios [min..max]; the other configurations / none for comparison"]
         for r in hog:
             others = "  ".join(f"{c}/none {v:.2f}" for c, v in sorted(r["others"].items()))
+            why = f": {r['why']}" if r["why"] else ""
             lines.append(f"{_kb(r['folio_kb'])} to {r['to']:<10} auto/none "
                          f"{_f(r['median'], '{:.2f}')} {_rng(r['min'], r['max']):>13} "
-                         f"({r['verdict']})  noise {_f(r['noise'], '{:.0%}')}  {others}")
+                         f"({r['verdict']}{why})  noise {_f(r['noise'], '{:.0%}')}  {others}")
     lines += _choice_lines(summary)
     lines += _split_size_lines(summary)
     for g in auto_goals(summary):
@@ -1320,14 +1362,18 @@ def _choice_lines(summary):
         for n, e in r["engines"].items():
             model = ("?" if e["folio_ns"] is None else
                      f"{e['folio_ns'] / 1000:.1f}+{(e['batch_ns'] or 0) / 1000:.0f}")
-            nr = f", not ready {e['not_ready']}" if e["not_ready"] else ""
-            parts.append(f"{n} {e['share']:.0%} [{model}{nr}]")
+            parts.append(f"{n} {e['share']:.0%} [{model}]")
         out.append(f"{r['part']:<14} {_kb(r['folio_kb']):>5} {r['batches']:>5} batches: "
                    + "  ".join(parts))
     for r in summary.get("auto_splits") or []:
         ratio = "" if r["ratio_pct"] is None else f", learnt ratio {r['ratio_pct']:.0f}%"
         out.append(f"{r['part']:<14} of these, split between the CPU and {r['engine']}: "
                    f"{r['chosen']}{ratio}")
+    for r in summary.get("auto_not_ready") or []:
+        out.append(f"{r['part']:<14} {r['engine']} not ready {r['not_ready']} times")
+    if summary.get("auto_model_unparsed"):
+        out.append(f"auto_model: {summary['auto_model_unparsed']} line(s) not understood "
+                   "(another kernel's layout?): the choices above may miss engines")
     return out
 
 
@@ -1356,8 +1402,9 @@ def _auto_md(summary):
                 "| cell | auto / none | verdict | others / none | noise |", "|---|---|---|---|---|"]
         for r in hog:
             others = ", ".join(f"{c} {v:.2f}" for c, v in sorted(r["others"].items())) or "-"
+            why = f" ({r['why']})" if r["why"] else ""
             out.append(f"| {_kb(r['folio_kb'])} to {r['to']} | {_f(r['median'], '{:.2f}')} "
-                       f"{_rng(r['min'], r['max'])} | {r['verdict']} | {others} | "
+                       f"{_rng(r['min'], r['max'])} | {r['verdict']}{why} | {others} | "
                        f"{_f(r['noise'], '{:.0%}')} |")
         out.append("")
     choices = _choice_lines(summary)

@@ -333,3 +333,51 @@ def test_profile_counts_mtcopys_helpers_queued_and_ran(tmp_path):
 def test_profile_fails_what_it_cannot_vouch_for(tmp_path, trace, tput, why):
     failed, _, lines = _profile(tmp_path, trace, tput)
     assert failed >= 1 and any(why in x for x in lines), lines
+
+
+def _auto_choices(tmp_path, model, rep=""):
+    """auto_choices from run_bench.sh under busybox sh against a stub
+    debugfs auto_model; returns the JSON records it printed."""
+    from pathlib import Path
+    src = (Path(__file__).resolve().parents[2] / "guest/bench/run_bench.sh").read_text()
+    fn = _re.search(r"^auto_choices\(\) \{.*?^\}", src, _re.S | _re.M).group(0)
+    js = _re.search(r"^json_str\(\) \{.*?^\}", src, _re.S | _re.M).group(0)
+    (tmp_path / "auto_model").write_text(model)
+    script = f"{js}\n{fn}\nMODBG={tmp_path}\n_IREP={rep}\nauto_choices 'tput 0->1'\n"
+    out = _subprocess.run([_BB, "sh", "-c", script], capture_output=True, text=True).stdout
+    return [json.loads(x) for x in out.splitlines()]
+
+
+_MODEL = ("# auto selected\n"
+          "# engine size_kb batch_ns folio_ns mb_per_s samples chosen not_ready\n"
+          "cpu 4 100 7000 585 1 3 0\n"
+          "cpu 16 0 28000 585 1 0 0\n"
+          "mtcopy 4 4000 4200 975 30 29 7\n"
+          "mtcopy 16 9000 16000 1024 1 0 7\n"
+          "split 4 1 2 3 4 5 6\n"
+          "split dcbm 140 5 6 480\n")
+
+
+@_pytest.mark.skipif(not _BB, reason="busybox not installed")
+def test_auto_choices_reads_auto_model_by_shape(tmp_path):
+    recs = _auto_choices(tmp_path, _MODEL, rep=2)
+    rows = {(r["engine"], r["size_kb"]): r for r in recs if r["mode"] == "auto_choice"}
+    # calibrated rows (samples) and chosen rows; an engine named split is an engine
+    assert set(rows) == {("cpu", 4), ("cpu", 16), ("mtcopy", 4), ("mtcopy", 16), ("split", 4)}
+    assert rows[("mtcopy", 4)]["chosen"] == 29 and rows[("mtcopy", 4)]["not_ready"] == 7
+    assert rows[("mtcopy", 4)]["folio_ns"] == 4200 and rows[("mtcopy", 4)]["rep"] == 2
+    [sp] = [r for r in recs if r["mode"] == "auto_split_model"]
+    assert sp == {"mode": "auto_split_model", "config": "auto", "part": "tput 0->1", "rep": 2,
+                  "engine": "dcbm", "ratio_pct": 140, "samples": 5, "chosen": 6,
+                  "cut_permille": 480}
+    assert not [r for r in recs if r["mode"] == "auto_model_unparsed"]
+
+
+@_pytest.mark.skipif(not _BB, reason="busybox not installed")
+def test_auto_choices_says_what_it_could_not_read(tmp_path):
+    # another layout (7 columns, a 5-field split line): counted, not guessed
+    recs = _auto_choices(tmp_path, "cpu 4 100 7000 585 1 3\nsplit dcbm 140 5 6\n")
+    assert [r["mode"] for r in recs] == ["auto_model_unparsed"]
+    assert recs[0]["lines"] == 2 and recs[0]["part"] == "tput 0->1"
+    # outside an interleaved part the repetition is null
+    assert _auto_choices(tmp_path, _MODEL)[0]["rep"] is None
