@@ -865,10 +865,10 @@ static void trace_mark(const char *what)
 		fd = -1;
 }
 
-/* One measured move of @len bytes of @kb folios; @folios > 0 for "count". */
 static void tier_hogs_start(const cpu_set_t *cpus);
 static void tier_hogs_stop(void);
 
+/* One measured move of @len bytes of @kb folios; @folios > 0 for "count". */
 static void tput_one(long kb, size_t len, long folios, int rep)
 {
 	uint64_t seed = (uint64_t)opt.mode << 40 | (uint64_t)kb << 16 | rep;
