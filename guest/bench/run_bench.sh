@@ -26,7 +26,9 @@
 #                        debugfs auto_split=2, every batch split between
 #                        the CPU and dcbm wherever the models cut it, to
 #                        measure the split itself; each run's split
-#                        batches are counted in a "splits" record)
+#                        batches are counted in a "splits" record;
+#                        split-N: the same with N channels, measured
+#                        against cpu and dcbm-N)
 #   MO_FOLIO=list        tput folio sizes in KB (4,16,64,256,1024,2048)
 #   MO_COUNT=list        count: numbers of 2M folios (1,8,16,32,64)
 #   MO_LAT_PAGES=list    latency: 4K pages per call (1,8,32,128,512)
@@ -233,17 +235,20 @@ configure() {
 		dcbm_load "${1#dcbm-}" || return 1
 		PARAMS="nr_chan=${1#dcbm-}"
 		;;
-	split)
-		# the split itself: auto with dcbm alone, cutting every batch
-		# where the models place a cut (auto_split 2)
+	split|split-*)
+		# the split itself: auto with dcbm alone (4 channels, or N for
+		# split-N), cutting every batch where the models place a cut
+		# (auto_split 2)
 		[ -w "$MODBG/auto_split" ] || { WHY="no $MODBG/auto_split"; return 1; }
 		# auto takes every engine registered: mtcopy out (loaded again
 		# by the configurations that use it)
 		if grep -q "^mtcopy " /proc/modules; then
 			rmmod mtcopy || { WHY="mtcopy would not unload"; return 1; }
 		fi
-		dcbm_load 4 || return 1
-		ENGINE=auto PARAMS="dcbm nr_chan=4, auto_split=2"
+		_sc=4
+		[ "$1" != split ] && _sc=${1#split-}
+		dcbm_load "$_sc" || return 1
+		ENGINE=auto PARAMS="dcbm nr_chan=$_sc, auto_split=2"
 		;;
 	auto)
 		# auto chooses among the CPU and every engine there is, as the
@@ -278,12 +283,12 @@ configure() {
 	if [ -w "$MODBG/auto_split" ]; then
 		# only the split configuration forces splits; auto has the
 		# kernel's default rule (1), whatever an earlier run left
-		if [ "$1" = split ]; then _sp=2; else _sp=1; fi
+		case $1 in split|split-*) _sp=2 ;; *) _sp=1 ;; esac
 		write_sys "$MODBG/auto_split" "$_sp" || { WHY=$WERR; return 1; }
 	fi
 	case $1 in
 	mtcopy-*) _p=/sys/module/mtcopy/parameters/threads ;;
-	dcbm-*) _p=/sys/module/dcbm/parameters/nr_chan ;;
+	dcbm-*|split-*) _p=/sys/module/dcbm/parameters/nr_chan ;;
 	*) _p= ;;
 	esac
 	if [ -n "$_p" ] && [ "$(cat $_p)" != "${1#*-}" ]; then
@@ -419,8 +424,8 @@ run_part() {
 	_rc=$?
 	# how many batches the split configuration did split (0: the models
 	# never placed a cut inside a batch, and it measured auto with dcbm)
-	[ "$_conf" = split ] &&
-		emit "{\"mode\":\"splits\",\"config\":\"split\",\"part\":\"$(json_str "$_label")\",${SPLIT_CELL:-}\"splits\":$(($(splits) - _s0))}"
+	case $_conf in split|split-*) true ;; *) false ;; esac &&
+		emit "{\"mode\":\"splits\",\"config\":\"$_conf\",\"part\":\"$(json_str "$_label")\",${SPLIT_CELL:-}\"splits\":$(($(splits) - _s0))}"
 	cat "$WORK/part.jsonl" >> "$J"
 	[ "$_conf" = auto ] && auto_choices "$_label" >> "$J"
 	NMEAS=$((NMEAS + $(grep -c . "$WORK/part.jsonl")))
@@ -624,7 +629,7 @@ interleave() {
 		for c in $(rotate "$_r" $OK_CONFS); do
 			use "$c" || continue
 			_IREP=$_r
-			if [ "$c" = split ] && [ "$1" = tput ]; then
+			if [ "${c%%-*}" = split ] && [ "$1" = tput ]; then
 				# a run per folio size (mo_bench takes the last
 				# --folio), so that its splits are counted per cell
 				for _f in $(echo "$FOLIO" | tr ',' ' '); do
@@ -656,7 +661,7 @@ done
 HOG_CONFS=
 if [ "${MO_HOG:-1}" != 0 ]; then
 	for c in $(echo "${MO_HOG_ENGINES:-none,mtcopy-2,auto}" | tr ',' ' '); do
-		[ "$c" = split ] && continue
+		[ "${c%%-*}" = split ] && continue
 		case " $OK_CONFS " in *" $c "*) HOG_CONFS="$HOG_CONFS $c" ;; esac
 	done
 	case " $HOG_CONFS " in *" auto "*" none "*|*" none "*" auto "*) ;; *) HOG_CONFS= ;; esac

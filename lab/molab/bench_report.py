@@ -894,6 +894,19 @@ AUTO = "auto"
 # auto with dcbm alone, every batch split between the CPU and dcbm where the
 # models cut it (run_bench's configuration "split"): not a fixed choice
 SPLIT = "split"
+
+
+def _is_split(config):
+    """split, or split-N (auto with dcbm over N channels, every batch
+    split): never a fixed choice."""
+    return config == SPLIT or (config or "").startswith(SPLIT + "-")
+
+
+def _split_rivals(config):
+    """What a split configuration is measured against: the CPU and its own
+    dcbm alone (split: dcbm-4)."""
+    n = config[len(SPLIT) + 1:] if config != SPLIT else "4"
+    return ("cpu", f"dcbm-{n}")
 SPLIT_RIVALS = ("cpu", "dcbm-4")
 
 
@@ -931,7 +944,8 @@ def auto_rows(records):
     out = []
     for kind, mode, keyf in (("tput", "tput", lambda r: (r.get("folio_kb"), r.get("to"))),
                              ("count", "count", lambda r: (2048, r.get("folios")))):
-        recs = [r for r in records if _usable(r, mode) and config_of(r) not in (VANILLA, SPLIT)]
+        recs = [r for r in records if _usable(r, mode) and config_of(r) != VANILLA
+                and not _is_split(config_of(r))]
         if not any(config_of(r) == AUTO for r in recs):
             continue
         # auto's data corrupted in a cell: that cell is missed, whatever the speed
@@ -1133,7 +1147,8 @@ def split_rows(records):
             and config_of(r) in (SPLIT, *SPLIT_RIVALS)]
     if not any(config_of(r) == SPLIT for r in recs):
         return []
-    counts = [r for r in records if r.get("mode") == "splits"]
+    counts = [r for r in records if r.get("mode") == "splits"
+              and (r.get("config") or SPLIT) == SPLIT]
     per = _per_round(recs, lambda r: (config_of(r), r.get("to")), moved_gbps)
     reps = defaultdict(list)
     for r in recs:
@@ -1187,29 +1202,31 @@ def split_rows(records):
 
 
 def split_sizes(records):
-    """The split configuration against the faster of cpu and dcbm-4 at every
-    folio size it ran (the goal is judged at 2M alone, split_rows()): per
-    size and target, the median [min..max] over rounds of split / max(cpu,
-    dcbm-4), each a median of the round's repetitions, and the batches split
-    there. Shown, not judged: where else a split pays."""
-    recs = [r for r in records if _usable(r, "tput") and config_of(r) in (SPLIT, *SPLIT_RIVALS)]
-    if not any(config_of(r) == SPLIT for r in recs):
-        return []
+    """Each split configuration (split: dcbm-4; split-N: dcbm-N) against the
+    faster of cpu and its own dcbm alone at every folio size it ran (the
+    goal is judged for split at 2M alone, split_rows()): per size and
+    target, the median [min..max] over rounds of split / max(rivals), each
+    a median of the round's repetitions, and the batches split there.
+    Shown, not judged: where a split pays."""
+    recs = [r for r in records if _usable(r, "tput")]
     per = _per_round(recs, lambda r: (config_of(r), r.get("folio_kb"), r.get("to")), moved_gbps)
     splits = defaultdict(int)
     for r in records:
         if r.get("mode") == "splits":
-            splits[(r.get("folio_kb"), r.get("to"))] += r.get("splits") or 0
+            splits[(r.get("config") or SPLIT, r.get("folio_kb"), r.get("to"))] += \
+                r.get("splits") or 0
     out = []
-    for kb, to in sorted({(r.get("folio_kb"), r.get("to")) for r in recs if config_of(r) == SPLIT},
-                         key=lambda c: tuple(x or 0 for x in c)):
-        mine, ratios = per.get((SPLIT, kb, to), {}), []
+    cells = {(config_of(r), r.get("folio_kb"), r.get("to")) for r in recs
+             if _is_split(config_of(r))}
+    for conf, kb, to in sorted(cells, key=lambda c: (c[0], c[1] or 0, c[2] or 0)):
+        rivals_c = _split_rivals(conf)
+        mine, ratios = per.get((conf, kb, to), {}), []
         for rnd in sorted(mine):
-            rivals = [per.get((c, kb, to), {}).get(rnd) for c in SPLIT_RIVALS]
+            rivals = [per.get((c, kb, to), {}).get(rnd) for c in rivals_c]
             if all(isinstance(v, (int, float)) and v > 0 for v in rivals):
                 ratios.append(mine[rnd] / max(rivals))
-        out.append({"folio_kb": kb, "to": to, "splits": splits.get((kb, to), 0),
-                    "pairs": len(ratios),
+        out.append({"config": conf, "rivals": list(rivals_c), "folio_kb": kb, "to": to,
+                    "splits": splits.get((conf, kb, to), 0), "pairs": len(ratios),
                     "median": statistics.median(ratios) if ratios else None,
                     "min": min(ratios) if ratios else None,
                     "max": max(ratios) if ratios else None})
@@ -1220,11 +1237,12 @@ def _split_size_lines(summary):
     rows = summary.get("split_sizes") or []
     if not rows:
         return []
-    out = ["", "== the split (auto_split 2, dcbm-4) against the faster of cpu and dcbm-4 at "
-           "each folio size (shown, the goal is judged at 2M): median of per-round ratios "
-           "[min..max], batches split"]
+    out = ["", "== the split (auto_split 2) against the faster of cpu and its dcbm alone at "
+           "each folio size (shown, the goal is judged for split at 2M): median of per-round "
+           "ratios [min..max], batches split"]
     for r in rows:
-        out.append(f"{_kb(r['folio_kb'])} to {r['to']:<6} split/max(cpu,dcbm-4) "
+        rv = ",".join(r.get("rivals") or _split_rivals(SPLIT))
+        out.append(f"{_kb(r['folio_kb'])} to {r['to']:<6} {r.get('config', SPLIT)}/max({rv}) "
                    f"{_f(r['median'], '{:.2f}')} {_rng(r['min'], r['max']):>13}  "
                    f"{r['pairs']} rounds, {r['splits']} batches split")
     return out
@@ -1413,8 +1431,8 @@ def _auto_md(summary):
                 "+ us per batch):", "", "```", *choices[2:], "```", ""]
     sizes = _split_size_lines(summary)
     if sizes:
-        out += ["The split against the faster of cpu and dcbm-4 at each folio size (shown; "
-                "the goal is judged at 2M):", "", "```", *sizes[2:], "```", ""]
+        out += ["The split against the faster of cpu and its dcbm alone at each folio size "
+                "(shown; the goal is judged for split at 2M):", "", "```", *sizes[2:], "```", ""]
     for g in auto_goals(summary):
         out.append(f"- {g['goal']}: **{g['verdict']}**"
                    + (f" ({g['note'].lstrip('; ')})" if g.get("note") else ""))

@@ -868,6 +868,27 @@ def test_split_sizes_are_shown_at_every_folio_size_it_ran():
     assert [r["to"] for r in s["split"]] == [1]
 
 
+def test_split_n_is_judged_against_its_own_dcbm_and_never_a_fixed_choice():
+    recs = _split_recs([2.4, 2.4, 2.4])
+    # split-1 at 3.0 against cpu 1.0 and dcbm-1 1.5: 2x; faster than auto,
+    # yet never auto's best fixed; its split counts stay its own
+    for rnd in range(3):
+        for cfg, v in (("dcbm-1", 1.5), ("split-1", 3.0)):
+            recs.append(rec("patched", rnd, cfg, 2048, v))
+        recs.append({"mode": "splits", "config": "split-1", "part": "tput 0->1",
+                     "folio_kb": 2048, "to": 1, "rep": 0, "splits": 100,
+                     "variant": "patched", "round": rnd})
+    s = br.summarize(recs)
+    rows = {(r["config"], r["folio_kb"]): r for r in s["split_sizes"]}
+    assert rows[("split-1", 2048)]["rivals"] == ["cpu", "dcbm-1"]
+    assert abs(rows[("split-1", 2048)]["median"] - 2.0) < 1e-9
+    assert rows[("split-1", 2048)]["splits"] == 300 and rows[("split", 2048)]["splits"] == 24
+    assert "split-1/max(cpu,dcbm-1) 2.00" in "\n".join(br.text_tables(s))
+    assert all("split-1" not in r["best"] for r in s["auto"])
+    [r] = s["split"]
+    assert r["splits"] == 24 and abs(r["median"] - 1.2) < 1e-9
+
+
 def test_split_missed_without_splits_or_with_corrupt_bytes():
     s, g = _split_goal(_split_recs([2.4, 2.4, 2.4], splits=0))
     assert g["verdict"] == "missed" and "no 2M batch was split" in g["note"]
