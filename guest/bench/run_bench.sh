@@ -19,7 +19,8 @@
 #                        of every configuration, then the next
 #   MO_SIZE_MB=N         tput/memcpy buffer in MiB (64)
 #   MO_ENGINES=a,b,...   configurations (patched default:
-#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split;
+#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split,
+#                        split-1;
 #                        auto: the per-batch choice among the CPU,
 #                        mtcopy with 2 threads and dcbm with 4 channels;
 #                        split: auto with dcbm (4 channels) alone and
@@ -517,7 +518,7 @@ echo "TAP version 13"
 NODES=$(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ',' | sed 's/,$//')
 if [ -d $MO ]; then
 	VARIANT=patched
-	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split}" | tr ',' ' ')
+	CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split,split-1}" | tr ',' ' ')
 	COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4,auto}" | tr ',' ' ')
 	# put back at the end (and on INT/TERM): a real machine keeps its own
 	OLD_ENGINE=$(engine_active) OLD_REASONS=$(cat $MO/reasons)
