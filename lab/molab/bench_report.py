@@ -1032,7 +1032,7 @@ def hog_rows(records):
         unverified = sum(1 for r in mine if _usable(r, "tput_hog") and not _hog_verified(r))
         skipped = sum(1 for r in mine if r.get("skipped"))
         auto, none = per.get((AUTO, cell), {}), per.get((NONE, cell), {})
-        ratios = [auto[rnd] / none[rnd] for rnd in sorted(auto) if none.get(rnd)]
+        st = ratio_stats(auto, none) or {"pairs": 0}
         lacking = sum(1 for rnd in none if rnd not in auto)
         fixed = {c: [d[rnd] / none[rnd] for rnd in sorted(d) if none.get(rnd)]
                  for (c, k), d in per.items() if k == cell and c not in (AUTO, NONE)}
@@ -1040,7 +1040,6 @@ def hog_rows(records):
                                if k == cell and c in (AUTO, NONE))
         share = _folio_share_min([r for r in recs if keyf(r) == cell])
         bar = None if noise is None or noise > AUTO_NOISE_MAX else 1 - noise
-        med = (statistics.median(ratios), min(ratios), max(ratios)) if ratios else (None,) * 3
         why = ("hogs not verified in %d record(s)" % unverified if unverified else
                "%d measurement(s) skipped" % skipped if skipped else
                "%d round(s) without auto" % lacking if lacking else
@@ -1051,9 +1050,10 @@ def hog_rows(records):
         elif why:
             verdict = "inconclusive"
         else:
-            verdict = _verdict(med[1], med[2], bar, len(ratios))
-        out.append({"folio_kb": cell[0], "to": cell[1], "noise": noise, "pairs": len(ratios),
-                    "median": med[0], "min": med[1], "max": med[2], "why": why,
+            verdict = _verdict(st.get("min"), st.get("max"), bar, st["pairs"])
+        out.append({"folio_kb": cell[0], "to": cell[1], "noise": noise, "pairs": st["pairs"],
+                    "median": st.get("median"), "min": st.get("min"), "max": st.get("max"),
+                    "why": why,
                     "others": {c: statistics.median(v) for c, v in fixed.items() if v},
                     "corrupt": cell in corrupt, "verdict": verdict})
     return out
@@ -1220,16 +1220,16 @@ def split_sizes(records):
              if _is_split(config_of(r))}
     for conf, kb, to in sorted(cells, key=lambda c: (c[0], c[1] or 0, c[2] or 0)):
         rivals_c = _split_rivals(conf)
-        mine, ratios = per.get((conf, kb, to), {}), []
-        for rnd in sorted(mine):
+        # per round, the faster rival, where both ran
+        faster = {}
+        for rnd in per.get((conf, kb, to), {}):
             rivals = [per.get((c, kb, to), {}).get(rnd) for c in rivals_c]
             if all(isinstance(v, (int, float)) and v > 0 for v in rivals):
-                ratios.append(mine[rnd] / max(rivals))
+                faster[rnd] = max(rivals)
+        st = ratio_stats(per.get((conf, kb, to), {}), faster) or {"pairs": 0}
         out.append({"config": conf, "rivals": list(rivals_c), "folio_kb": kb, "to": to,
-                    "splits": splits.get((conf, kb, to), 0), "pairs": len(ratios),
-                    "median": statistics.median(ratios) if ratios else None,
-                    "min": min(ratios) if ratios else None,
-                    "max": max(ratios) if ratios else None})
+                    "splits": splits.get((conf, kb, to), 0), "pairs": st["pairs"],
+                    "median": st.get("median"), "min": st.get("min"), "max": st.get("max")})
     return out
 
 
