@@ -282,6 +282,7 @@ def summarize(records):
     out = {"throughput": rows, "count": count_rows, "latency": lat_rows,
            "compaction": comp_rows, "tiering": tier_rows, "tiering_idle": tier_idle,
            "tiering_missing": tier_missing, "alias": alias_penalty(records),
+           "alias_two": alias_two(records),
            "profile": profile_rows(records, mem_mean.get("patched")),
            "memcpy": {v: {"gbps": m, "rounds": mem_round.get(v, {}),
                           "by_threads": dict(sorted(mem_threads.get(v, {}).items()))}
@@ -641,7 +642,8 @@ def alias_penalty(records):
     shifted by 37 pages; median [min..max] over boots. About 1 on hardware."""
     acc = defaultdict(lambda: defaultdict(list))
     for r in records:
-        if _usable(r, "alias") and isinstance(r.get("ns_per_word"), (int, float)):
+        if _usable(r, "alias") and isinstance(r.get("ns_per_word"), (int, float)) \
+                and (r.get("threads") or 1) == 1:
             acc[(r["variant"], r["round"])][r.get("layout")].append(r["ns_per_word"])
     ratios = [statistics.median(d["2m_apart"]) / statistics.median(d["shifted"])
               for d in acc.values() if d.get("2m_apart") and d.get("shifted")
@@ -650,6 +652,43 @@ def alias_penalty(records):
         return None
     return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
             "boots": len(ratios)}
+
+
+def alias_two(records):
+    """The emulator check's two-CPU copies (mo_bench alias, "threads":2: two
+    CPUs at once, half of every 2M period each, as mtcopy-2 and the split
+    copy a 2M folio): per boot and layout, the median time of one CPU's
+    copy over that of the two CPUs'; per layout, median [min..max] over
+    boots. About 2 on hardware in both layouts."""
+    acc = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if _usable(r, "alias") and isinstance(r.get("seconds"), (int, float)) \
+                and r["seconds"] > 0:
+            acc[(r["variant"], r["round"], r.get("layout"))][r.get("threads") or 1] \
+                .append(r["seconds"])
+    gains = defaultdict(list)
+    for (_, _, layout), by in acc.items():
+        if by.get(1) and by.get(2):
+            gains[layout].append(statistics.median(by[1]) / statistics.median(by[2]))
+    if not gains.get("2m_apart"):
+        return None
+    out = {"boots": len(gains["2m_apart"])}
+    for layout, g in gains.items():
+        out[layout] = {"median": statistics.median(g), "min": min(g), "max": max(g)}
+    return out
+
+
+def _alias_two_line(summary):
+    a = summary.get("alias_two")
+    if not a:
+        return None
+    far = a["2m_apart"]
+    line = (f"emulator check, two CPUs: copying the two halves of every 2M period at once was "
+            f"{far['median']:.2f}x as fast as one CPU 2M apart [{far['min']:.2f}..{far['max']:.2f}]")
+    if sh := a.get("shifted"):
+        line += f", {sh['median']:.2f}x 37 pages off [{sh['min']:.2f}..{sh['max']:.2f}]"
+    return (line + f" over {a['boots']} boot(s) (about 2x on hardware): what two copiers of "
+            f"one 2M folio (mtcopy-2, the split) can gain on this machine")
 
 
 def _alias_line(summary):
@@ -1272,6 +1311,10 @@ def _split_goal(summary):
     alias = summary.get("alias")
     if alias and alias["median"] >= ALIAS_ARTEFACT:
         notes.append("2M cells measure the emulator")
+    two = (summary.get("alias_two") or {}).get("2m_apart")
+    if two:
+        notes.append(f"two CPUs copying halves of 2M periods here: {two['median']:.2f}x one "
+                     f"[{two['min']:.2f}..{two['max']:.2f}]")
     return {"goal": goal, "verdict": _overall(r["verdict"] for r in rows),
             "note": "; ".join(notes)}
 
@@ -1508,6 +1551,8 @@ def text_tables(summary):
     lines.append("")
     if alias := _alias_line(summary):
         lines.append(alias)
+    if two := _alias_two_line(summary):
+        lines.append(two)
     lines += goals(summary)
     lines += _measured_lines(summary)
     return lines
@@ -1592,6 +1637,8 @@ def markdown_tables(summary):
         out.append("")
     if alias := _alias_line(summary):
         out.append(f"- {alias}")
+    if two := _alias_two_line(summary):
+        out.append(f"- {two}")
     out += [f"- {g}" for g in goals(summary)]
     out += [f"- {line}" for line in _measured_lines(summary)]
     return out

@@ -142,6 +142,30 @@ def test_alias_penalty_per_boot():
     assert br.summarize([])["alias"] is None
 
 
+def test_alias_two_cpus_per_boot():
+    def al(rnd, layout, threads, sec):
+        return {"mode": "alias", "layout": layout, "threads": threads, "seconds": sec,
+                "ns_per_word": sec * 1e9 / 2**20, "variant": "patched", "round": rnd}
+    recs = [al(0, "2m_apart", 1, 0.8), al(0, "2m_apart", 2, 0.8),     # no gain: 1.0
+            al(0, "shifted", 1, 0.1), al(0, "shifted", 2, 0.05),      # 2.0
+            al(1, "2m_apart", 1, 0.6), al(1, "2m_apart", 1, 0.4),     # median 0.5
+            al(1, "2m_apart", 2, 0.2),                                # 2.5
+            al(1, "shifted", 1, 0.1), al(1, "shifted", 2, 0.1),       # 1.0
+            al(2, "2m_apart", 2, 0.3)]                   # no one-CPU copy: not counted
+    s = br.summarize(recs)
+    assert s["alias_two"] == {"boots": 2,
+                              "2m_apart": {"median": 1.75, "min": 1.0, "max": 2.5},
+                              "shifted": {"median": 1.5, "min": 1.0, "max": 2.0}}
+    # the one-CPU penalty ignores the two-CPU records: round 0 8.0x, round 1 5.0x
+    assert s["alias"] == {"median": 6.5, "min": 5.0, "max": 8.0, "boots": 2}
+    line = "emulator check, two CPUs: copying the two halves of every 2M period at once was " \
+        "1.75x as fast as one CPU 2M apart [1.00..2.50], 1.50x 37 pages off [1.00..2.00] " \
+        "over 2 boot(s)"
+    assert any(t.startswith(line) for t in br.text_tables(s))
+    # older runs (no two-CPU records): no line
+    assert br.summarize([r for r in recs if r["threads"] == 1])["alias_two"] is None
+
+
 def _row(cfg, kb, to, rmed, rmin, rmax, nmed, nmin, nmax):
     return {"config": cfg, "folio_kb": kb, "to": to, "ratio_median": rmed, "ratio_min": rmin,
             "ratio_max": rmax, "ratio_pairs": 3, "vs_none_pairs": 3, "vs_none_median": nmed,
@@ -847,6 +871,12 @@ def test_split_met_only_above_the_faster_rival_plus_noise():
     # a tie with repetitions that agree exactly is not faster
     assert _split_goal(_split_recs([2.0, 2.0, 2.0], spread=0))[1]["verdict"] == "inconclusive"
     assert _split_goal(_split_recs([2.1, 2.1, 2.1], spread=0))[1]["verdict"] == "met"
+    # the two-CPU emulator check is shown with it, and judges nothing
+    two = [{"mode": "alias", "layout": "2m_apart", "threads": t, "seconds": sec,
+            "ns_per_word": 1.0, "variant": "patched", "round": 0} for t, sec in ((1, 1), (2, 1))]
+    _, g = _split_goal(_split_recs([1.5, 1.5, 1.5]) + two)
+    assert g["verdict"] == "missed" and "two CPUs copying halves of 2M periods here: 1.00x" \
+        in g["note"]
 
 
 def test_split_sizes_are_shown_at_every_folio_size_it_ran():
