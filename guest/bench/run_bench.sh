@@ -9,7 +9,8 @@
 #
 # Every boot also runs "mo_bench alias" once: how much slower a copy between
 # buffers 2M apart is than one shifted by a few pages (about 1 on hardware,
-# 10x and more under QEMU TCG, whose software TLB is direct-mapped).
+# 10x and more under QEMU TCG, whose software TLB is direct-mapped), and
+# what two vCPUs copying half of every 2M period each gain over one.
 #
 # Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
 #   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy

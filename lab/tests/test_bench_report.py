@@ -153,9 +153,12 @@ def test_alias_two_cpus_per_boot():
             al(1, "shifted", 1, 0.1), al(1, "shifted", 2, 0.1),       # 1.0
             al(2, "2m_apart", 2, 0.3)]                   # no one-CPU copy: not counted
     s = br.summarize(recs)
+    # per boot, shifted gain / 2M-apart gain: 2.0 and 0.4
     assert s["alias_two"] == {"boots": 2,
                               "2m_apart": {"median": 1.75, "min": 1.0, "max": 2.5},
-                              "shifted": {"median": 1.5, "min": 1.0, "max": 2.0}}
+                              "shifted": {"median": 1.5, "min": 1.0, "max": 2.0},
+                              "penalty": {"median": 1.2, "min": 0.4, "max": 2.0}}
+    assert not br.two_aliased(s)
     # the one-CPU penalty ignores the two-CPU records: round 0 8.0x, round 1 5.0x
     assert s["alias"] == {"median": 6.5, "min": 5.0, "max": 8.0, "boots": 2}
     line = "emulator check, two CPUs: copying the two halves of every 2M period at once was " \
@@ -197,6 +200,21 @@ def test_goal_at_2m_is_inconclusive_when_the_emulator_aliases():
     assert "(goal >= 0.97x everywhere: missed; 1 2M cell(s) not judged: emulator; " \
         "not measured: 16K to node 1, 64K to node 1, 256K to node 1, 1024K to node 1)" in text
     assert "at 4K" in text
+
+
+def test_mtcopy_2m_goal_is_the_emulators_under_the_two_cpu_artefact_only():
+    rows = [_row("mtcopy-2", 2048, 1, 0.8, 0.6, 0.9, 0.8, 0.6, 0.9),
+            _row("cpu", 2048, 1, 0.5, 0.4, 0.6, 0.5, 0.4, 0.6)]
+    pen = {"median": 9.6, "min": 9.6, "max": 9.6}
+    s = {"throughput": rows, "alias": {"median": 1.0, "min": 1.0, "max": 1.0, "boots": 2},
+         "alias_two": {"boots": 2, "2m_apart": pen, "penalty": pen}}
+    g = {x["goal"]: x for x in br.goal_verdicts(s)}
+    # two copiers of one 2M folio: not judged; one CPU's 2M cell: judged (missed)
+    assert g["mtcopy-2 >= 1.5x at 2M to node 1"]["verdict"] == br.EMULATOR
+    assert g["cpu >= 0.97x at every folio size and node"]["cells"][0]["verdict"] == "missed"
+    s["alias_two"]["penalty"] = {"median": 1.1, "min": 1.1, "max": 1.1}
+    g = {x["goal"]: x for x in br.goal_verdicts(s)}
+    assert g["mtcopy-2 >= 1.5x at 2M to node 1"]["verdict"] == "missed"
 
 
 def test_boots_with_findings_and_retries_are_listed():
@@ -877,6 +895,32 @@ def test_split_met_only_above_the_faster_rival_plus_noise():
     _, g = _split_goal(_split_recs([1.5, 1.5, 1.5]) + two)
     assert g["verdict"] == "missed" and "two CPUs copying halves of 2M periods here: 1.00x" \
         in g["note"]
+
+
+def _two_cpu_check(penalty, boots=2):
+    """alias records of boots where two CPUs gain 2x 37 pages off and
+    2/penalty x 2M apart."""
+    out = []
+    for rnd in range(boots):
+        for layout, two in (("shifted", 0.5), ("2m_apart", penalty / 2)):
+            out += [{"mode": "alias", "layout": layout, "threads": t, "seconds": sec,
+                     "ns_per_word": 1.0, "variant": "patched", "round": rnd}
+                    for t, sec in ((1, 1.0), (2, two))]
+    return out
+
+
+def test_split_under_the_two_cpu_artefact_is_the_emulators_unless_met_or_broken():
+    art, clean = _two_cpu_check(10.0), _two_cpu_check(1.2)
+    s = br.summarize(art)
+    assert br.two_aliased(s) and not br.two_aliased(br.summarize(clean))
+    assert any("their 2M goals are not judged here" in t for t in br.text_tables(s))
+    # slower than dcbm every round: the emulator's, not missed; no artefact: missed
+    assert _split_goal(_split_recs([1.5, 1.5, 1.5]) + art)[1]["verdict"] == br.EMULATOR
+    assert _split_goal(_split_recs([1.5, 1.5, 1.5]) + clean)[1]["verdict"] == "missed"
+    # met stays met; corrupted bytes and no split at all stay missed
+    assert _split_goal(_split_recs([2.4, 2.4, 2.4]) + art)[1]["verdict"] == "met"
+    assert _split_goal(_split_recs([2.4, 2.4, 2.4], bad=1) + art)[1]["verdict"] == "missed"
+    assert _split_goal(_split_recs([2.4, 2.4, 2.4], splits=0) + art)[1]["verdict"] == "missed"
 
 
 def test_split_sizes_are_shown_at_every_folio_size_it_ran():
