@@ -1520,27 +1520,19 @@ static void *alias_part_fn(void *arg)
 }
 
 /*
- * The copy of run_alias() by the first two CPUs this task may run on at
- * once, the first half of every 2M period by one, the second by the other,
- * as a 2M folio split between two copiers is (mtcopy with 2 threads, the
- * split of "auto"): from the first start to the last end, and each CPU's
- * own time in @part_ns. 0 if the task may run on one CPU only.
+ * The copy of run_alias() by CPUs @cpu[0] and @cpu[1] at once, the first
+ * half of every 2M period by one, the second by the other: two copiers of
+ * one 2M folio each with a part of it, as mtcopy's threads and dcbm's
+ * channels (and the split of "auto") are, though they cut it otherwise.
+ * From the first start to the last end; each CPU's own time in @part_ns.
  */
 static long long alias_two(uint8_t *dst, const uint8_t *src, size_t len,
-			   long long part_ns[2])
+			   const int cpu[2], long long part_ns[2])
 {
 	struct alias_part part[2];
 	pthread_barrier_t go;
-	cpu_set_t allowed;
-	int c, n = 0, i;
+	int i;
 
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		fatal(EXIT_USAGE, "alias: sched_getaffinity: %s", strerror(errno));
-	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &allowed))
-			part[n++].cpu = c;
-	if (n < 2)
-		return 0;
 	if (pthread_barrier_init(&go, NULL, 2))
 		fatal(EXIT_USAGE, "alias: pthread_barrier_init failed");
 	for (i = 0; i < 2; i++) {
@@ -1548,6 +1540,7 @@ static long long alias_two(uint8_t *dst, const uint8_t *src, size_t len,
 		part[i].dst = dst;
 		part[i].src = src;
 		part[i].len = len;
+		part[i].cpu = cpu[i];
 		part[i].from = i * PMD_SIZE / 2;
 		part[i].to = (i + 1) * PMD_SIZE / 2;
 		if (pthread_create(&part[i].tid, NULL, alias_part_fn, &part[i]))
@@ -1572,33 +1565,56 @@ static long long alias_two(uint8_t *dst, const uint8_t *src, size_t len,
  * 512 entries or fewer, the first layout makes every load evict the
  * store's entry and the reverse. Migration copies 2M folios in exactly
  * that layout, so this ratio says how much of a 2M throughput figure
- * measured here is the emulator. Each layout is then copied by two CPUs
- * at once, half of every 2M period each (records with "threads":2): on
- * hardware about twice as fast as one; what two copiers of one 2M folio
- * can gain here.
+ * measured here is the emulator. The one-CPU copies run on the first CPU
+ * the task may use; then each layout is copied by the first two at once,
+ * half of every 2M period each (records with "threads":2): on hardware
+ * about twice as fast as one; under TCG each vCPU's TLB has its own size,
+ * and either half may alias. The layouts alternate which goes first.
  */
 static void run_alias(void)
 {
 	size_t len = opt.size_mb * MIB, shift = 37 * page_size;
 	uint8_t *src = map_aligned(len), *dst = map_aligned(len + shift);
-	int rep, k, threads;
+	int rep, i, threads, cpus[2], ncpu = 0, c;
+	const char *two_why = NULL;
+	cpu_set_t allowed, one;
 
 	if (!src || !dst)
 		fatal(EXIT_USAGE, "alias: cannot map 2 x %ld MiB: %s", opt.size_mb,
 		      strerror(errno));
-	if (len % PMD_SIZE)
-		fatal(EXIT_USAGE, "alias: --size must be a multiple of 2 MiB");
 	/* 4K pages on both sides: the same TLB entries whatever THP does */
 	madvise(src, len, MADV_NOHUGEPAGE);
 	madvise(dst, len + shift, MADV_NOHUGEPAGE);
 	fill(src, 0, len, 7);
-	/* --cpu: one CPU, and no two-CPU copies */
-	pin_self();
+	pin_self();	/* --cpu: that CPU alone, no two-CPU copies */
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		fatal(EXIT_USAGE, "alias: sched_getaffinity: %s", strerror(errno));
+	for (c = 0; c < CPU_SETSIZE && ncpu < 2; c++)
+		if (CPU_ISSET(c, &allowed))
+			cpus[ncpu++] = c;
+	if (ncpu < 2)
+		two_why = "one CPU to run on: no two-CPU copy";
+	else if (len % PMD_SIZE)
+		two_why = "--size not a multiple of 2 MiB: no two-CPU copy";
+	if (!ncpu)
+		fatal(EXIT_USAGE, "alias: no CPU to run on");
+	CPU_ZERO(&one);
+	CPU_SET(cpus[0], &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		fatal(EXIT_USAGE, "alias: cannot run on CPU %d: %s", cpus[0],
+		      strerror(errno));
+	if (two_why)
+		j_skipped(0, len, "threads", 2, "%s", two_why);
 	for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++) {
 		for (threads = 1; threads <= 2; threads++) {
-			for (k = 0; k < 2; k++) {
+			if (threads == 2 && two_why)
+				break;
+			for (i = 0; i < 2; i++) {
+				/* rep by rep, the other layout first */
+				int k = (i + rep) % 2;
 				size_t off = k ? shift : 0;
 				long long t0, ns, part_ns[2] = { 0, 0 };
+				char both[32];
 				struct json j;
 				size_t bad;
 
@@ -1611,15 +1627,19 @@ static void run_alias(void)
 						   len / sizeof(uint64_t));
 					ns = now_ns() - t0;
 				} else {
-					ns = alias_two(dst + off, src, len, part_ns);
-					if (!ns)
-						break;	/* one CPU: nothing to share */
+					ns = alias_two(dst + off, src, len, cpus, part_ns);
 				}
 				bad = verify(dst + off, 0, len, 7, "alias");
 				j_begin(&j, 0, len, rep);
 				j_str(&j, "layout", k ? "shifted" : "2m_apart");
 				j_int(&j, "offset_pages", off / page_size);
 				j_int(&j, "threads", threads);
+				if (threads == 1) {
+					j_int(&j, "cpu", cpus[0]);
+				} else {
+					snprintf(both, sizeof(both), "%d,%d", cpus[0], cpus[1]);
+					j_str(&j, "cpus", both);
+				}
 				j_num(&j, "seconds", ns / 1e9);
 				j_num(&j, "ns_per_word", ns / (double)(len / sizeof(uint64_t)));
 				if (threads == 2) {
@@ -2597,10 +2617,11 @@ static void usage(FILE *f)
 "              under QEMU TCG the first can be ten times slower (its\n"
 "              software TLB is direct-mapped), and 2M folio copies are laid\n"
 "              out like it. JSON: layout, threads, seconds, ns_per_word.\n"
-"              Then each layout by the first two allowed CPUs at once, half\n"
-"              of every 2M period each (threads 2; first_seconds and\n"
+"              One CPU's copies run on the first allowed CPU (cpu); then\n"
+"              each layout by the first two at once, half of every 2M\n"
+"              period each (threads 2, cpus; first_seconds and\n"
 "              second_seconds: each CPU's own time): about twice as fast\n"
-"              as one on hardware; what two copiers of a 2M folio gain\n"
+"              as one on hardware; under TCG either half may alias\n"
 "  memcpy      user-space memcpy() of --size MiB (source on --from, target on\n"
 "              --to where those nodes exist): the ceiling for throughput;\n"
 "              with --threads N, N threads copy a share each, thread i on\n"
