@@ -838,16 +838,36 @@ static int mode_reps(void)
 	return opt.mode == M_COMPACTION ? 1 : 5;
 }
 
-static void pin_self(void)
+/* Run the calling thread on @cpu alone, or fail the run (@what: whose). */
+static void run_on_cpu(int cpu, const char *what)
 {
 	cpu_set_t set;
 
-	if (opt.cpu < 0)
-		return;
 	CPU_ZERO(&set);
-	CPU_SET(opt.cpu, &set);
+	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
-		fatal(EXIT_USAGE, "cannot run on CPU %d: %s", opt.cpu, strerror(errno));
+		fatal(EXIT_USAGE, "%s: cannot run on CPU %d: %s", what, cpu,
+		      strerror(errno));
+}
+
+/* The first @max CPUs the calling thread may run on, into @cpus; how many. */
+static int allowed_cpus(int *cpus, int max)
+{
+	cpu_set_t allowed;
+	int c, n = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		fatal(EXIT_USAGE, "sched_getaffinity: %s", strerror(errno));
+	for (c = 0; c < CPU_SETSIZE && n < max; c++)
+		if (CPU_ISSET(c, &allowed))
+			cpus[n++] = c;
+	return n;
+}
+
+static void pin_self(void)
+{
+	if (opt.cpu >= 0)
+		run_on_cpu(opt.cpu, mode_names[opt.mode]);
 }
 
 /*
@@ -1376,13 +1396,8 @@ struct memcpy_part {
 static void *memcpy_part_fn(void *arg)
 {
 	struct memcpy_part *p = arg;
-	cpu_set_t set;
 
-	CPU_ZERO(&set);
-	CPU_SET(p->cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		fatal(EXIT_USAGE, "memcpy: cannot run on CPU %d: %s", p->cpu,
-		      strerror(errno));
+	run_on_cpu(p->cpu, "memcpy");
 	pthread_barrier_wait(p->go);
 	p->start_ns = now_ns();
 	memcpy(p->dst, p->src, p->len);
@@ -1397,18 +1412,12 @@ static void *memcpy_part_fn(void *arg)
  */
 static long long memcpy_threads(uint8_t *dst, const uint8_t *src, size_t len)
 {
-	int n = opt.threads, cpus[64], ncpu = 0, c, i;
+	int n = opt.threads, cpus[64], ncpu = allowed_cpus(cpus, 64), i;
 	struct memcpy_part part[64];
 	pthread_barrier_t go;
 	size_t share = (len / n) & ~(size_t)4095, off = 0;
 	long long start = 0, end = 0;
-	cpu_set_t allowed;
 
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		fatal(EXIT_USAGE, "memcpy: sched_getaffinity: %s", strerror(errno));
-	for (c = 0; c < CPU_SETSIZE && ncpu < 64; c++)
-		if (CPU_ISSET(c, &allowed))
-			cpus[ncpu++] = c;
 	if (!share || !ncpu)
 		fatal(EXIT_USAGE, "memcpy: %zu bytes cannot be shared by %d threads", len, n);
 	if (pthread_barrier_init(&go, NULL, n))
@@ -1502,13 +1511,8 @@ static void *alias_part_fn(void *arg)
 {
 	struct alias_part *p = arg;
 	size_t off;
-	cpu_set_t set;
 
-	CPU_ZERO(&set);
-	CPU_SET(p->cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		fatal(EXIT_USAGE, "alias: cannot run on CPU %d: %s", p->cpu,
-		      strerror(errno));
+	run_on_cpu(p->cpu, "alias");
 	pthread_barrier_wait(p->go);
 	p->start_ns = now_ns();
 	for (off = 0; off < p->len; off += PMD_SIZE)
@@ -1575,9 +1579,8 @@ static void run_alias(void)
 {
 	size_t len = opt.size_mb * MIB, shift = 37 * page_size;
 	uint8_t *src = map_aligned(len), *dst = map_aligned(len + shift);
-	int rep, i, threads, cpus[2], ncpu = 0, c;
+	int rep, i, threads, cpus[2], ncpu;
 	const char *two_why = NULL;
-	cpu_set_t allowed, one;
 
 	if (!src || !dst)
 		fatal(EXIT_USAGE, "alias: cannot map 2 x %ld MiB: %s", opt.size_mb,
@@ -1587,22 +1590,14 @@ static void run_alias(void)
 	madvise(dst, len + shift, MADV_NOHUGEPAGE);
 	fill(src, 0, len, 7);
 	pin_self();	/* --cpu: that CPU alone, no two-CPU copies */
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		fatal(EXIT_USAGE, "alias: sched_getaffinity: %s", strerror(errno));
-	for (c = 0; c < CPU_SETSIZE && ncpu < 2; c++)
-		if (CPU_ISSET(c, &allowed))
-			cpus[ncpu++] = c;
+	ncpu = allowed_cpus(cpus, 2);
 	if (ncpu < 2)
 		two_why = "one CPU to run on: no two-CPU copy";
 	else if (len % PMD_SIZE)
 		two_why = "--size not a multiple of 2 MiB: no two-CPU copy";
 	if (!ncpu)
 		fatal(EXIT_USAGE, "alias: no CPU to run on");
-	CPU_ZERO(&one);
-	CPU_SET(cpus[0], &one);
-	if (sched_setaffinity(0, sizeof(one), &one))
-		fatal(EXIT_USAGE, "alias: cannot run on CPU %d: %s", cpus[0],
-		      strerror(errno));
+	run_on_cpu(cpus[0], "alias");
 	if (two_why)
 		j_skipped(0, len, "threads", 2, "%s", two_why);
 	for (rep = opt.first_rep; rep < opt.first_rep + mode_reps(); rep++) {
