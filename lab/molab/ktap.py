@@ -75,6 +75,7 @@ class TapResult:
     orphans: list = field(default_factory=list)  # nested results whose parent never reported
     unknown: list = field(default_factory=list)
     plan_errors: list = field(default_factory=list)
+    trailing: list = field(default_factory=list)  # diagnostics after the last result
 
     def leaves(self):
         out = []
@@ -194,6 +195,8 @@ def parse(lines, strip_ts=True):
             continue
         diag.setdefault(depth, []).append(s)   # a "# ..." diagnostic
 
+    for k in sorted(diag):
+        res.trailing.extend(diag[k])
     res.tests = pending.pop(0, [])
     for k in sorted(pending):
         res.orphans.extend(pending[k])
@@ -212,6 +215,36 @@ def _numbering(where, tests):
         return [f"{where + ': ' if where else ''}results not numbered 1..{len(nums)} "
                 f"(result {bad} is numbered {nums[bad - 1]}): duplicated or lost results"]
     return []
+
+
+# A wrapped program's result echoed as a diagnostic: "# not ok 2 x",
+# "# | not ok 2 x"; and the guest's tap_passed summary "# tap: 5 passed, 1 failed".
+_NESTED_NOT_OK = re.compile(r"^#[\s|]*not ok\b")
+_NESTED_TALLY = re.compile(r"^#\s*tap:\s*\d+ passed,\s*(?P<failed>\d+) failed")
+
+
+def nested_failures(res):
+    """(outer result name or '', line) of every failure a wrapped program
+    reported inside an ok result or after the last result. A failed outer
+    result already fails on its own and is not listed."""
+    out = []
+
+    def scan(name, lines):
+        for d in lines:
+            m = _NESTED_TALLY.match(d)
+            if _NESTED_NOT_OK.match(d) or (m and int(m.group("failed")) > 0):
+                out.append((name, d))
+
+    def walk(t, path):
+        name = f"{path}.{t.name}" if path else t.name
+        if not t.failed:
+            scan(name, t.diagnostics)
+        for s in t.subtests:
+            walk(s, name)
+    for t in res.tests + res.orphans:
+        walk(t, "")
+    scan("", res.trailing)
+    return out
 
 
 def problems(res):

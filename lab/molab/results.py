@@ -197,6 +197,14 @@ def evaluate_tap(name, tap, rc=None, seconds=None, known=None, release=None):
         res.status = FAIL
         res.reason = probs[0] if probs else f"bail out: {tap.bail_out}"
         return res
+    nested = ktap.nested_failures(tap)
+    if nested:
+        where, line = nested[0]
+        res.status = FAIL
+        res.reason = (f"a nested failure under " + (f"'{where}', an ok result" if where else
+                                                     "no result (after the last one)")
+                      + f": '{line.lstrip('#| ').strip()}': the wrapper lost the inner verdict")
+        return res
     if not tap.has_output or total == 0 and tap.plan_skip is None:
         res.status = FAIL
         res.reason = "no TAP results: nothing was tested" + (

@@ -367,3 +367,44 @@ def test_an_engine_falling_back_outside_its_fault_suites_fails():
     assert s.status == "FAIL" and "falling back" in s.reason, s.reason
     s = results.summarize(console.scan_text(log.format(n="dcbm_late")), ["dcbm_late"]).suites[0]
     assert s.status == "PASS", s.reason
+
+
+# A suite that wraps another TAP producer echoes its results as diagnostics
+# ("# not ok 3 x", "# | not ok 3 x", tap_passed's "# tap: N passed, M failed").
+# A wrapper that lost the inner exit code would still print "ok": the judge
+# must see the inner failure.
+NESTED_CASES = [
+    "# ok 1 inner_a\n# not ok 2 inner_b\nok 1 wrapper",
+    "# | not ok 7 inner_b # with a comment\nok 1 wrapper",
+    "#   not ok 2 - inner_b\nok 1 wrapper",
+    "# tap: 5 passed, 1 failed, 0 skipped, plan 6\nok 1 wrapper",
+]
+
+
+def test_a_nested_failure_under_an_ok_result_fails():
+    for inner in NESTED_CASES:
+        s = _one(f"TAP version 13\n1..1\n{inner}")
+        assert s.status == "FAIL", inner
+        assert "nested" in s.reason and "wrapper" in s.reason, s.reason
+
+
+def test_a_nested_failure_after_the_last_result_fails():
+    s = _one("TAP version 13\nok 1 wrapper\n# not ok 2 inner_b\n1..1")
+    assert s.status == "FAIL" and "nested" in s.reason, s.reason
+
+
+def test_nested_results_that_passed_or_skipped_are_fine():
+    body = ("TAP version 13\n1..1\n# ok 1 a\n# ok 2 b # SKIP no device\n"
+            "# tap: 2 passed, 0 failed, 1 skipped, plan 3\n# nothing is not ok here\n"
+            "# not okay: a sentence, not a result\nok 1 wrapper")
+    s = _one(body)
+    assert s.status == "PASS", s.reason
+
+
+def test_a_nested_failure_under_a_failed_result_reports_the_result():
+    s = _one("TAP version 13\n1..1\n# not ok 2 inner_b\nnot ok 1 wrapper", rc="rc=1")
+    assert s.status == "FAIL" and s.reason.startswith("not ok: wrapper"), s.reason
+
+
+def test_recorded_clean_console_has_no_nested_failure():
+    assert summarize("clean.log", ["kunit", "migration", "sample"]).ok
