@@ -75,10 +75,13 @@ thp_restore() {
 MO_RUN=$(param 'mo\.run')
 MO_ARGS=$(param 'mo\.args')
 MO_SHELL=$(param 'mo\.shell')
-export MO_ARGS
+# ci (make test) or full (make test-full; also without mo.scope): how much
+# of each suite runs (lib/mo_lib.sh).
+MO_SCOPE=$(param 'mo\.scope')
+export MO_ARGS MO_SCOPE="${MO_SCOPE:-full}"
 
 echo "molab guest: kernel $(uname -r), $(nproc) cpus, nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ' ')"
-echo "molab guest: suites '$MO_RUN' args '$MO_ARGS'"
+echo "molab guest: suites '$MO_RUN' args '$MO_ARGS' scope $MO_SCOPE"
 state start
 THP0=$(thp_state)
 

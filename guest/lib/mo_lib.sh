@@ -44,6 +44,24 @@ mod_load() {
 # Built in, there is nothing to unload: success.
 mod_unload() { ! mod_loaded "$1" || mod_builtin "$1" || rmmod "$1"; }
 
+# The test scope: ci (make test) or full (make test-full, and the default
+# for a suite booted by hand); init.sh exports it from mo.scope=.
+MO_SCOPE=${MO_SCOPE:-full}
+# in_scope FULL CI: FULL in the full scope, CI in the ci scope (a count, a size).
+in_scope() { if [ "$MO_SCOPE" = ci ]; then echo "$2"; else echo "$1"; fi; }
+# reason_engines: sets REASON_ENGINES, the engines of the scope
+# (lib/engines.list), and OFF_ENGINE, the one that also runs the windows
+# with a reason removed; bails out of the suite if the scope has none.
+reason_engines() {
+	REASON_ENGINES=$(sed -n "s/^$MO_SCOPE: *//p" "$BIN/lib/engines.list" 2>/dev/null)
+	if [ -z "$REASON_ENGINES" ]; then
+		echo "Bail out! no engines for scope '$MO_SCOPE' in $BIN/lib/engines.list"
+		exit 1
+	fi
+	OFF_ENGINE=$(for _e in $REASON_ENGINES; do [ $_e != none ] && echo $_e && break; done)
+	t_diag "scope $MO_SCOPE: engines $REASON_ENGINES; reasons removed with $OFF_ENGINE"
+}
+
 engine_active() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$MO/engine"; }
 engine_set() { echo "$1" > "$MO/engine"; }
 

@@ -188,7 +188,7 @@ checks() { if [ $2 = on ]; then batch_checks $1 $3 "$4" $5; else filter_checks $
 # without REASON: the reasons of ALL (the suite's "all" read back from
 # migrate_offload/reasons) but REASON, comma separated.
 without() { echo "${ALL:?}" | awk -v x="$1" -F, '{ s = ""; for (i = 1; i <= NF; i++) if ($i != x) s = s (s == "" ? "" : ",") $i; print s }'; }
-# modes ENGINE: "on", and "off" too with the cpu engine: the reason filter
-# is the core's, tried before any engine is called, so one engine shows it
-# (every engine once cost make test 2 minutes of CI's 90).
-modes() { if [ $1 = cpu ]; then echo on off; else echo on; fi; }
+# modes ENGINE: "on", and "off" too with OFF_ENGINE (lib/mo_lib.sh): the
+# reason filter is the core's, tried before any engine is called, so one
+# engine shows it.
+modes() { if [ $1 = "$OFF_ENGINE" ]; then echo on off; else echo on; fi; }

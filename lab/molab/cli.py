@@ -13,10 +13,19 @@ from .util import DEBUG_FLAVOURS, FLAVOURS, ROOT, VARIANTS, Timer, fmt_secs, rel
 EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 # What make test must run: a suite that is missing from the initramfs, or a
 # KUnit suite absent from the boot log, fails the run instead of shrinking it.
-TEST_SUITES = ("kunit", "migration", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
+# Two scopes (docs/testing.md): ci, make test on every submission, proves
+# every kept code path once; full, make test-full, adds FULL_ONLY_SUITES and
+# the rest of each suite (mo.scope=full: every engine per reason, longer
+# storms, larger buffers).
+SCOPES = ("ci", "full")
+TEST_SUITES = ("kunit", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
                "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
                "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace", "reasons", "folios", "host_kit", "auto", "mm_selftests")
+               "batch_trace", "reasons", "folios", "auto")
+# The upstream migration selftest without an engine (migration_batched runs
+# it with the batch path), the upstream mm selftests as a second opinion,
+# and the real-machine runner (make host-bench) rehearsed in the guest.
+FULL_ONLY_SUITES = ("migration", "mm_selftests", "host_kit")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry", "migrate_offload_auto")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -132,6 +141,9 @@ def build_parser():
     _add_boot_opts(s)
     s.add_argument("--suites", default=os.environ.get("SUITES") or "",
                    help="restrict to these suites (default kunit,migration,<guest suites>)")
+    s.add_argument("--scope", choices=SCOPES, default="ci",
+                   help="ci (make test: every kept path once) or full (make test-full: "
+                        "every suite whole, the full reason x engine matrix)")
     s.add_argument("--skip-setup", action="store_true", help="do not run lab/setup.sh")
     s.add_argument("--skip-unit", action="store_true", help="do not run the host unit tests")
     s.add_argument("--break", dest="break_patch", metavar="PATCH",
@@ -321,11 +333,14 @@ def cmd_test(a):
         initramfs.build(kb)
     # "bench" is make bench's job: minutes of measurements, not a test. A
     # guest suite nobody listed yet still runs.
-    suites = _suites(a.suites) or [*TEST_SUITES, *[s for s in initramfs.guest_suites(kb)
-                                                   if s != "bench" and s not in TEST_SUITES]]
+    listed = TEST_SUITES + (FULL_ONLY_SUITES if a.scope == "full" else ())
+    suites = _suites(a.suites) or [*listed, *[s for s in initramfs.guest_suites(kb)
+                                              if s != "bench" and s not in TEST_SUITES
+                                              and s not in FULL_ONLY_SUITES]]
     with timer.step("boot+tests"):
-        say("== boot + tests")
+        say(f"== boot + tests (scope {a.scope})")
         spec = _boot_spec(a, kb, suites, "", a.label or "test", smp=TEST_SMP)
+        spec.cmdline_extra.append(f"mo.scope={a.scope}")
         spec.kunit_suites = BUILTIN_KUNIT_SUITES if a.flavour == "builtin" else KUNIT_SUITES
         spec.require_debug = a.flavour in DEBUG_FLAVOURS
         res = qemu.boot(spec)
@@ -334,14 +349,15 @@ def cmd_test(a):
     # module (THIS_MODULE, module kobjects) fails here. Only for a whole
     # debug run: a run of chosen suites is someone iterating.
     if not a.suites and a.flavour == "debug":
-        with timer.step("builtin"):
+        with timer.step("builtin build"):
             say(f"== kernel {variant}-builtin (engines and swdma built in)")
             kbb = kernel.ensure(variant, "builtin", a.ksrc)
             initramfs.build(kbb)
+        with timer.step("builtin boot+tests"):
             say("== boot + tests, engines built in")
             spec = _boot_spec(a, kbb, list(BUILTIN_SUITES), "", "test", smp=TEST_SMP)
             spec.label = f"{a.label or 'test'}-builtin"
-            spec.cmdline_extra += BUILTIN_CMDLINE
+            spec.cmdline_extra += [*BUILTIN_CMDLINE, f"mo.scope={a.scope}"]
             spec.kunit_suites = BUILTIN_KUNIT_SUITES
             spec.require_debug = True
             boots.append(("engines built in", qemu.boot(spec)))
@@ -358,17 +374,32 @@ def cmd_test(a):
         failed += r.summary.failed
         skipped += r.summary.skipped
     # The reason x engine view across suites; a whole run must fill it.
-    gaps = _matrix(boots[0][1], whole=not a.suites)
+    gaps = _matrix(boots[0][1], whole=not a.suites, scope=a.scope)
     failed += bool(gaps)
     say(f"timings: {timer.report()}")
+    say(f"slowest suites: {slowest_suites([r for _, r in boots])}")
     say(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return EXIT_OK if all(r.ok for _, r in boots) and not gaps else EXIT_FAIL
 
 
-def _matrix(res, whole):
-    """Print the boot's reason x engine matrix and write matrix.md next to
-    its console log; with @whole (every suite ran), return its gaps."""
+def slowest_suites(boots, n=5):
+    """The @n slowest suites of these boots, 'name 5m10s, ...' (the builtin
+    boot's marked)."""
+    times = []
+    for i, r in enumerate(boots):
+        for s in getattr(r.summary, "suites", ()):
+            if s.seconds is not None:
+                times.append((s.seconds, s.name + (" (builtin)" if i else "")))
+    times.sort(reverse=True)
+    return ", ".join(f"{name} {fmt_secs(t)}" for t, name in times[:n]) or "none timed"
+
+
+def _matrix(res, whole, scope="full"):
+    """Print the boot's reason x engine matrix for the engines of @scope
+    and write matrix.md next to its console log; with @whole (every suite
+    ran), return its gaps."""
     from . import matrix
+    engines = matrix.SCOPES[scope]
     cells = matrix.collect(res.report.blocks, getattr(res.report, "files", ()))
     if not cells:
         if whole:
@@ -376,11 +407,11 @@ def _matrix(res, whole):
             return ["empty"]
         return []
     out = res.console_log.parent / "matrix.md"
-    out.write_text(matrix.markdown(cells))
-    say(f"-- reason x engine (pages; every suite's windows; {rel(out)})")
-    for line in matrix.text(cells):
+    out.write_text(matrix.markdown(cells, engines))
+    say(f"-- reason x engine, scope {scope} (pages; every suite's windows; {rel(out)})")
+    for line in matrix.text(cells, engines):
         say("  " + line)
-    gaps = matrix.problems(cells) if whole else []
+    gaps = matrix.problems(cells, engines=engines) if whole else []
     for g in gaps:
         say(f"FAIL  matrix  {g}")
     return gaps

@@ -17,19 +17,36 @@ program that ran while those reasons moved its pages verified byte by byte
 served two reasons counts for both.
 
 The suites judge each window themselves; the matrix adds the view across
-suites: a whole run must drive every reason with every engine, batched by
-the engine, with bytes checked and none bad, remove every reason at least
-once (with some engine) and never batch a reason that was off.
+suites: a whole run must drive every reason with every engine of its scope
+(guest/lib/engines.list, which the suites read too), batched by the engine,
+with bytes checked and none bad, remove every reason at least once (with
+some engine) and never batch a reason that was off.
 """
 
 import re
 from dataclasses import dataclass, field
 
+from .util import GUEST
+
+ENGINE_LIST = GUEST / "lib" / "engines.list"
+
+
+def scope_engines(path=ENGINE_LIST):
+    """{scope: (engine, ...)} from guest/lib/engines.list ('scope: e1 e2')."""
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            scope, _, names = line.partition(":")
+            out[scope.strip()] = tuple(names.split())
+    return out
+
 # enum migrate_reason's batchable reasons, in the kernel's order.
 REASONS = ("compaction", "memory_failure", "memory_hotplug", "syscall_or_cpuset",
            "mempolicy_mbind", "numa_misplaced", "contig_range", "longterm_pin",
            "demotion", "damon")
-ENGINES = ("none", "cpu", "mtcopy", "dcbm")
+SCOPES = scope_engines()
+ENGINES = SCOPES["full"]      # every engine the suites know
 
 LINE_RE = re.compile(r"@@MO-(ROW|BYTES)((?:[ \t]+[a-z_]+=\S*)+)[ \t]*$")
 
@@ -150,7 +167,7 @@ def problems(cells, reasons=REASONS, engines=ENGINES):
         if not any(cells.get((r, e)) and cells[(r, e)].off_windows for e in engines):
             out.append(f"{r}: the reason filter never tested (no window with {r} removed)")
     for (r, e), c in sorted(cells.items()):
-        if r not in reasons or e not in engines:
+        if r not in REASONS or e not in ENGINES:
             out.append(f"{r} with {e}: not a known reason or engine")
     return out
 
@@ -175,15 +192,15 @@ def rows(cells, reasons=REASONS, engines=ENGINES):
     return out
 
 
-def text(cells):
-    table = rows(cells)
+def text(cells, engines=ENGINES):
+    table = rows(cells, engines=engines)
     w = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return ["  ".join(v.rjust(w[i]) if i > 1 else v.ljust(w[i]) for i, v in enumerate(row)).rstrip()
             for row in table]
 
 
-def markdown(cells):
-    table = rows(cells)
+def markdown(cells, engines=ENGINES):
+    table = rows(cells, engines=engines)
     lines = ["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
     lines += ["| " + " | ".join(row) + " |" for row in table[1:]]
     return "\n".join(lines) + "\n"

@@ -117,30 +117,35 @@ def test_report_rejudges_a_saved_log(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "console.log"), "--suites", "kunit,migration"]) == 0
 
 
-def _matrix_lines(skip=()):
-    """A main boot's matrix rows: every reason with every engine, but @skip."""
+def _matrix_lines(skip=(), scope="ci"):
+    """A main boot's matrix rows: every reason with every engine of @scope,
+    but @skip; the windows with the reason off by the scope's first engine."""
     from lab.molab import matrix
     out = []
+    engines = matrix.SCOPES[scope]
+    off = next(e for e in engines if e != "none")
     for r in matrix.REASONS:
-        for e in matrix.ENGINES:
+        for e in engines:
             if (r, e) in skip:
                 continue
             n = 0 if e == "none" else 8
             out += [f"# @@MO-ROW engine={e} reason={r} batched=on migrated=8 batch_pages={n} "
                     f"engine_pages={n if e not in ('cpu', 'none') else 0} cpu_pages={n if e == 'cpu' else 0}",
                     f"# @@MO-BYTES engine={e} reasons={r} bytes=32768 bad=0"]
-            if e == "cpu":
-                out.append(f"# @@MO-ROW engine=cpu reason={r} batched=off migrated=8 batch_pages=0 "
+            if e == off:
+                out.append(f"# @@MO-ROW engine={e} reason={r} batched=off migrated=8 batch_pages=0 "
                            "engine_pages=0 cpu_pages=0")
     return out
 
 
-def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=()):
+def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=(), scope="ci",
+                   rows_scope=None):
     """cmd_test with builds and boots faked: returns (exit code, specs booted)."""
     from types import SimpleNamespace
     from lab.molab import console
     specs = []
-    blocks = [console.Block(name="reasons", start_line=1, lines=_matrix_lines(matrix_skip))]
+    blocks = [console.Block(name="reasons", start_line=1,
+                            lines=_matrix_lines(matrix_skip, rows_scope or scope))]
 
     def summary(passed, failed):
         return SimpleNamespace(passed=passed, failed=failed, skipped=0,
@@ -165,7 +170,7 @@ def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=()):
     monkeypatch.setattr(cli.initramfs, "build", lambda kb: None)
     monkeypatch.setattr(cli.initramfs, "guest_suites", lambda kb: [])
     monkeypatch.setattr(cli.qemu, "boot", boot)
-    rc = cli.main(["test", "--skip-setup", "--skip-unit"])
+    rc = cli.main(["test", "--skip-setup", "--skip-unit", "--scope", scope])
     return rc, specs
 
 
@@ -189,10 +194,38 @@ def test_make_test_fails_when_a_reason_was_not_driven_with_an_engine(monkeypatch
     out = capsys.readouterr().out.splitlines()
     assert rc == 1 and out[-1] == "240 passed, 1 failed"
     assert "FAIL  matrix  damon with mtcopy: not driven (no trace window)" in out
-    assert (tmp_path / "matrix.md").read_text().count("| damon |") == 4
+    assert (tmp_path / "matrix.md").read_text().count("| damon |") == 2
 
 
 def test_make_test_fails_when_the_builtin_boot_fails(monkeypatch, tmp_path, capsys):
     rc, specs = _fake_test_run(monkeypatch, tmp_path, builtin_ok=False)
     assert rc == 1 and len(specs) == 2
     assert capsys.readouterr().out.splitlines()[-1] == "240 passed, 1 failed"
+
+
+def test_make_test_runs_the_ci_scope_and_test_full_the_whole(monkeypatch, tmp_path, capsys):
+    rc, specs = _fake_test_run(monkeypatch, tmp_path)
+    assert rc == 0 and all("mo.scope=ci" in s.cmdline_extra for s in specs)
+    assert not set(cli.FULL_ONLY_SUITES) & set(specs[0].suites)
+    assert set(cli.TEST_SUITES) <= set(specs[0].suites)
+    out = capsys.readouterr().out
+    assert "slowest suites:" in out and "timings:" in out and "builtin boot+tests" in out
+    specs.clear()
+    rc, specs = _fake_test_run(monkeypatch, tmp_path, scope="full")
+    assert rc == 0 and all("mo.scope=full" in s.cmdline_extra for s in specs)
+    assert set(cli.FULL_ONLY_SUITES) | set(cli.TEST_SUITES) <= set(specs[0].suites)
+    assert (tmp_path / "matrix.md").read_text().count("| damon |") == 4
+
+
+def test_make_test_full_fails_on_a_ci_sized_matrix(monkeypatch, tmp_path, capsys):
+    rc, _ = _fake_test_run(monkeypatch, tmp_path, scope="full", rows_scope="ci")
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1 and "FAIL  matrix  damon with cpu: not driven (no trace window)" in out
+
+
+def test_slowest_suites_across_boots():
+    from types import SimpleNamespace as NS
+    def boot(*times):
+        return NS(summary=NS(suites=[NS(name=n, seconds=t) for n, t in times]))
+    line = cli.slowest_suites([boot(("a", 10), ("b", 300), ("c", None)), boot(("kunit", 61))], n=2)
+    assert line == "b 5m00s, kunit (builtin) 1m01s"
