@@ -1,6 +1,6 @@
 # The lab's entry points; each target calls python3 -m lab.molab <command>.
 # Variables: KSRC=/path (existing 6.12 tree), FLAVOUR=debug|perf,
-# VARIANT=patched|vanilla, SUITES=a,b, ACCEL=single|multi|kvm|auto, SMP=n,
+# VARIANT=patched|vanilla, SUITES=a,b, SCOPE=ci|full (make test), ACCEL=single|multi|kvm|auto, SMP=n,
 # RESET=1 (make tree), ARGS=... (make boot), V=1 (echo the guest console),
 # BREAK=patch (make test: the series plus a breaking patch; must fail).
 
@@ -50,7 +50,8 @@ boot:
 	$(MOLAB) boot $(VOPTS) $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,ARGS,--args)
 
 test:
-	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,BREAK,--break)
+	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SCOPE,--scope) $(call opt,SUITES,--suites) \
+		$(call opt,BREAK,--break)
 
 # What CI's make test leaves out (docs/testing.md): every suite whole (the
 # full scope: every engine per reason, the upstream selftests, host_kit,
