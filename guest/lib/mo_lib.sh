@@ -53,12 +53,12 @@ in_scope() { if [ "$MO_SCOPE" = ci ]; then echo "$2"; else echo "$1"; fi; }
 # (lib/engines.list), and OFF_ENGINE, the one that also runs the windows
 # with a reason removed; bails out of the suite if the scope has none.
 reason_engines() {
-	REASON_ENGINES=$(sed -n "s/^$MO_SCOPE: *//p" "$BIN/lib/engines.list" 2>/dev/null)
-	if [ -z "$REASON_ENGINES" ]; then
-		echo "Bail out! no engines for scope '$MO_SCOPE' in $BIN/lib/engines.list"
+	REASON_ENGINES=$(sed -n "s/[ 	]*#.*//; s/^$MO_SCOPE: *//p" "$BIN/lib/engines.list" 2>/dev/null)
+	OFF_ENGINE=$(for _e in $REASON_ENGINES; do [ $_e != none ] && echo $_e && break; done)
+	if [ -z "$OFF_ENGINE" ]; then
+		echo "Bail out! no engine but none for scope '$MO_SCOPE' in $BIN/lib/engines.list"
 		exit 1
 	fi
-	OFF_ENGINE=$(for _e in $REASON_ENGINES; do [ $_e != none ] && echo $_e && break; done)
 	t_diag "scope $MO_SCOPE: engines $REASON_ENGINES; reasons removed with $OFF_ENGINE"
 }
 

@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,14 +19,19 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 # the rest of each suite (mo.scope=full: every engine per reason, longer
 # storms, larger buffers).
 SCOPES = ("ci", "full")
-TEST_SUITES = ("kunit", "dma_faults", "dcbm_chans", "dcbm_late", "engine_cycles",
-               "engine_integrity", "engine_params", "kunit_under_load", "memory_offline",
-               "migrate_offload", "migration_batched", "mtcopy_cpus", "poison", "tiering",
-               "batch_trace", "reasons", "folios", "auto")
-# The upstream migration selftest without an engine (migration_batched runs
-# it with the batch path), the upstream mm selftests as a second opinion,
-# and the real-machine runner (make host-bench) rehearsed in the guest.
-FULL_ONLY_SUITES = ("migration", "mm_selftests", "host_kit")
+# In the order they run; "full": only in the full scope. The upstream
+# migration selftest without an engine (migration_batched runs it with the
+# batch path), the upstream mm selftests as a second opinion, and the
+# real-machine runner (make host-bench) rehearsed in the guest.
+SUITE_ORDER = (("kunit", "ci"), ("migration", "full"), ("dma_faults", "ci"),
+               ("dcbm_chans", "ci"), ("dcbm_late", "ci"), ("engine_cycles", "ci"),
+               ("engine_integrity", "ci"), ("engine_params", "ci"), ("kunit_under_load", "ci"),
+               ("memory_offline", "ci"), ("migrate_offload", "ci"), ("migration_batched", "ci"),
+               ("mtcopy_cpus", "ci"), ("poison", "ci"), ("tiering", "ci"), ("batch_trace", "ci"),
+               ("reasons", "ci"), ("folios", "ci"), ("host_kit", "full"), ("auto", "ci"),
+               ("mm_selftests", "full"))
+TEST_SUITES = tuple(s for s, scope in SUITE_ORDER if scope == "ci")
+FULL_ONLY_SUITES = tuple(s for s, scope in SUITE_ORDER if scope == "full")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry", "migrate_offload_auto")
 # tools/testing/selftests/mm/migration.c runs its tests only with 3+ CPUs
 # (one migrating thread, accessors on the others); with 2 it skips them all.
@@ -140,7 +146,7 @@ def build_parser():
     _add_kernel_opts(s, variant=False)
     _add_boot_opts(s)
     s.add_argument("--suites", default=os.environ.get("SUITES") or "",
-                   help="restrict to these suites (default kunit,migration,<guest suites>)")
+                   help="restrict to these suites (default: the scope's, cli.SUITE_ORDER)")
     s.add_argument("--scope", choices=SCOPES, default="ci",
                    help="ci (make test: every kept path once) or full (make test-full: "
                         "every suite whole, the full reason x engine matrix)")
@@ -333,7 +339,7 @@ def cmd_test(a):
         initramfs.build(kb)
     # "bench" is make bench's job: minutes of measurements, not a test. A
     # guest suite nobody listed yet still runs.
-    listed = TEST_SUITES + (FULL_ONLY_SUITES if a.scope == "full" else ())
+    listed = [s for s, scope in SUITE_ORDER if a.scope == "full" or scope == "ci"]
     suites = _suites(a.suites) or [*listed, *[s for s in initramfs.guest_suites(kb)
                                               if s != "bench" and s not in TEST_SUITES
                                               and s not in FULL_ONLY_SUITES]]
@@ -373,13 +379,35 @@ def cmd_test(a):
         passed += r.summary.passed
         failed += r.summary.failed
         skipped += r.summary.skipped
+    # The guest must have run the scope asked for: a full run reported as ci
+    # would pass the ci matrix and cost the full time.
+    wrong_scope = 0
+    for what, r in boots:
+        seen = guest_scope(r.console_log)
+        if seen != a.scope:
+            say(f"FAIL  scope  the guest ({what}) ran scope {seen or 'unknown'}, not {a.scope} "
+                f"(mo.scope= lost between the lab and guest/init.sh?)")
+            wrong_scope += 1
+    failed += wrong_scope
     # The reason x engine view across suites; a whole run must fill it.
     gaps = _matrix(boots[0][1], whole=not a.suites, scope=a.scope)
     failed += bool(gaps)
     say(f"timings: {timer.report()}")
     say(f"slowest suites: {slowest_suites([r for _, r in boots])}")
     say(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
-    return EXIT_OK if all(r.ok for _, r in boots) and not gaps else EXIT_FAIL
+    return EXIT_OK if all(r.ok for _, r in boots) and not gaps and not wrong_scope else EXIT_FAIL
+
+
+GUEST_SCOPE_RE = re.compile(r"molab guest: suites '.*' args '.*' scope (\S+)")
+
+
+def guest_scope(console_log):
+    """The scope guest/init.sh says it exported (None if it never said)."""
+    try:
+        m = GUEST_SCOPE_RE.search(Path(console_log).read_text(errors="replace"))
+    except OSError:
+        return None
+    return m.group(1) if m else None
 
 
 def slowest_suites(boots, n=5):

@@ -217,10 +217,26 @@ def _numbering(where, tests):
     return []
 
 
-# A wrapped program's result echoed as a diagnostic: "# not ok 2 x",
-# "# | not ok 2 x"; and the guest's tap_passed summary "# tap: 5 passed, 1 failed".
-_NESTED_NOT_OK = re.compile(r"^#[\s|]*not ok\b")
-_NESTED_TALLY = re.compile(r"^#\s*tap:\s*\d+ passed,\s*(?P<failed>\d+) failed")
+# A wrapped program's verdict echoed as a diagnostic: "# not ok 2 x",
+# "# | not ok 2 x", "# Bail out!", a harness's "# # Totals: ... fail:1", and
+# the guest's tap_passed summary "# tap: 5 passed, 1 failed, 0 skipped,
+# plan 6" (mm_selftests follows it with "# N skip(s) allowed ..." where
+# its judge excuses the skips).
+_NESTED_BAD = re.compile(r"^#[\s|#]*(not ok\b|Bail out!)")
+_NESTED_TOTALS = re.compile(r"^#[\s|]*#\s*Totals:.*\bfail:(?P<fail>\d+).*\berror:(?P<error>\d+)")
+_NESTED_TALLY = re.compile(r"^#\s*tap:\s*(?P<passed>\d+) passed,\s*(?P<failed>\d+) failed,"
+                           r"\s*(?P<skipped>\d+) skipped,\s*plan (?P<plan>\S+)")
+_SKIPS_ALLOWED = re.compile(r"^#\s*\d+ skip\(s\) allowed")
+
+
+def _tally_bad(m, allowed):
+    """What guest/lib/mo_lib.sh tap_passed rejects: a failure, no plan,
+    nothing passed, results short of the plan, a skip (unless allowed)."""
+    p, f, s, plan = (int(m.group("passed")), int(m.group("failed")),
+                     int(m.group("skipped")), m.group("plan"))
+    if f or not p or not plan.isdigit():
+        return True
+    return (p + s != int(plan)) or (s and not allowed)
 
 
 def nested_failures(res):
@@ -230,9 +246,11 @@ def nested_failures(res):
     out = []
 
     def scan(name, lines):
+        allowed = any(_SKIPS_ALLOWED.match(d) for d in lines)
         for d in lines:
-            m = _NESTED_TALLY.match(d)
-            if _NESTED_NOT_OK.match(d) or (m and int(m.group("failed")) > 0):
+            tally, totals = _NESTED_TALLY.match(d), _NESTED_TOTALS.match(d)
+            if (_NESTED_BAD.match(d) or (tally and _tally_bad(tally, allowed)) or
+                    (totals and (int(totals.group("fail")) or int(totals.group("error"))))):
                 out.append((name, d))
 
     def walk(t, path):

@@ -197,7 +197,9 @@ def evaluate_tap(name, tap, rc=None, seconds=None, known=None, release=None):
         res.status = FAIL
         res.reason = probs[0] if probs else f"bail out: {tap.bail_out}"
         return res
-    nested = ktap.nested_failures(tap)
+    # Diagnostics attach to the next result: with a failed (or known failed)
+    # result in the suite, an inner failure may be that result's, judged.
+    nested = ktap.nested_failures(tap) if not tap.failures() else []
     if nested:
         where, line = nested[0]
         res.status = FAIL

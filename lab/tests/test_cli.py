@@ -139,7 +139,7 @@ def _matrix_lines(skip=(), scope="ci"):
 
 
 def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=(), scope="ci",
-                   rows_scope=None):
+                   rows_scope=None, guest_scope=None):
     """cmd_test with builds and boots faked: returns (exit code, specs booted)."""
     from types import SimpleNamespace
     from lab.molab import console
@@ -155,6 +155,11 @@ def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=(), scope
     def boot(spec):
         specs.append(spec)
         builtin = spec.label.endswith("-builtin")
+        # what guest/init.sh prints: the scope it exported from mo.scope=
+        sc = next((w.split("=", 1)[1] for w in spec.cmdline_extra if w.startswith("mo.scope=")),
+                  "full")
+        (tmp_path / "console.log").write_text(
+            f"molab guest: suites '{','.join(spec.suites)}' args '' scope {guest_scope or sc}\n")
         ok = builtin_ok or not builtin
         return SimpleNamespace(ok=ok, summary=summary(40 if builtin else 200, 0 if ok else 1),
                                report=SimpleNamespace(release="6.12.117",
@@ -168,7 +173,10 @@ def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=(), scope
     monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
     monkeypatch.setattr(cli.kernel, "ensure", ensure)
     monkeypatch.setattr(cli.initramfs, "build", lambda kb: None)
-    monkeypatch.setattr(cli.initramfs, "guest_suites", lambda kb: [])
+    # what the initramfs holds: every suite, bench, and one nobody listed yet
+    monkeypatch.setattr(cli.initramfs, "guest_suites",
+                        lambda kb: [s for s, _ in cli.SUITE_ORDER if s != "kunit"] +
+                        ["bench", "newsuite"])
     monkeypatch.setattr(cli.qemu, "boot", boot)
     rc = cli.main(["test", "--skip-setup", "--skip-unit", "--scope", scope])
     return rc, specs
@@ -207,13 +215,15 @@ def test_make_test_runs_the_ci_scope_and_test_full_the_whole(monkeypatch, tmp_pa
     rc, specs = _fake_test_run(monkeypatch, tmp_path)
     assert rc == 0 and all("mo.scope=ci" in s.cmdline_extra for s in specs)
     assert not set(cli.FULL_ONLY_SUITES) & set(specs[0].suites)
-    assert set(cli.TEST_SUITES) <= set(specs[0].suites)
+    assert specs[0].suites == [*cli.TEST_SUITES, "newsuite"]
+    assert cli.FULL_ONLY_SUITES == ("migration", "host_kit", "mm_selftests")
     out = capsys.readouterr().out
     assert "slowest suites:" in out and "timings:" in out and "builtin boot+tests" in out
     specs.clear()
     rc, specs = _fake_test_run(monkeypatch, tmp_path, scope="full")
     assert rc == 0 and all("mo.scope=full" in s.cmdline_extra for s in specs)
-    assert set(cli.FULL_ONLY_SUITES) | set(cli.TEST_SUITES) <= set(specs[0].suites)
+    assert specs[0].suites == [s for s, _ in cli.SUITE_ORDER] + ["newsuite"]
+    assert specs[0].suites[:2] == ["kunit", "migration"]
     assert (tmp_path / "matrix.md").read_text().count("| damon |") == 4
 
 
@@ -229,3 +239,19 @@ def test_slowest_suites_across_boots():
         return NS(summary=NS(suites=[NS(name=n, seconds=t) for n, t in times]))
     line = cli.slowest_suites([boot(("a", 10), ("b", 300), ("c", None)), boot(("kunit", 61))], n=2)
     assert line == "b 5m00s, kunit (builtin) 1m01s"
+
+
+def test_a_guest_that_ran_another_scope_fails_the_run(monkeypatch, tmp_path, capsys):
+    rc, _ = _fake_test_run(monkeypatch, tmp_path, guest_scope="full")
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1 and any(l.startswith("FAIL  scope  the guest") for l in out)
+    assert out[-1] == "240 passed, 2 failed"     # both boots
+
+
+def test_guest_scope_read_from_the_console(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text("x\nmolab guest: suites 'a,b' args 'MO_X=1' scope ci\n")
+    assert cli.guest_scope(log) == "ci"
+    log.write_text("molab guest: suites 'a' args ''\n")
+    assert cli.guest_scope(log) is None
+    assert cli.guest_scope(tmp_path / "absent") is None

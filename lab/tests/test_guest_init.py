@@ -1,6 +1,7 @@
 """guest/init.sh pieces that can run on the host (with busybox sh)."""
 
 from pathlib import Path
+import os
 import re
 import shutil
 import subprocess
@@ -90,7 +91,8 @@ def test_tap_passed(tmp_path, tap, passed):
 @pytest.mark.parametrize("script", ["lib/mo_lib.sh", "suites/dma_faults", "suites/dcbm_chans", "suites/dcbm_late",
                                     "suites/engine_cycles", "suites/kunit_under_load", "suites/memory_offline", "suites/mtcopy_cpus",
                                     "suites/engine_integrity", "suites/migration_batched", "suites/poison",
-                                    "suites/tiering", "suites/reasons", "lib/mo_window.sh"])
+                                    "suites/tiering", "suites/reasons", "lib/mo_window.sh",
+                                    "suites/folios", "suites/migrate_offload", "init.sh"])
 def test_guest_script_is_posix_sh_syntax(script):
     path = ROOT / "guest" / script
     sh = BUSYBOX and [BUSYBOX, "sh", "-n", str(path)] or ["sh", "-n", str(path)]
@@ -323,3 +325,96 @@ def test_thp_state_and_load_put_back_every_setting(tmp_path):
     assert (thp / "hugepages-2048kB/enabled").read_text() == "inherit\n"
     assert (thp / "hugepages-64kB/enabled").read_text() == "never\n"
     assert (thp / "enabled").read_text() == "madvise\n"
+
+
+def _guest_tree(tmp_path, suite_body):
+    """A copy of the guest's lib/ and one suite at opt/mo/suites/t."""
+    import shutil as sh
+    root = tmp_path / "opt" / "mo"
+    sh.copytree(ROOT / "guest" / "lib", root / "lib")
+    (root / "suites").mkdir(parents=True)
+    t = root / "suites" / "t"
+    t.write_text("#!/bin/sh\n" + suite_body)
+    t.chmod(0o755)
+    return t
+
+
+SCOPE_PROBE = ('. "$(dirname "$0")/../lib/mo_lib.sh"\n. "$(dirname "$0")/../lib/mo_window.sh"\n'
+               'reason_engines\necho "engines=$REASON_ENGINES off=$OFF_ENGINE cycles=$(in_scope 100 30)"\n'
+               'for e in $REASON_ENGINES; do echo "modes $e: $(modes $e)"; done\n')
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("scope,engines,off,cycles", [
+    ("ci", "mtcopy dcbm", "mtcopy", "30"),
+    ("full", "none cpu mtcopy dcbm", "cpu", "100"),
+    ("", "none cpu mtcopy dcbm", "cpu", "100"),      # a suite booted by hand
+])
+def test_scope_engines_in_the_guest(tmp_path, scope, engines, off, cycles):
+    t = _guest_tree(tmp_path, SCOPE_PROBE)
+    env = {"PATH": "/usr/bin:/bin", **({"MO_SCOPE": scope} if scope else {})}
+    r = subprocess.run([BUSYBOX, "sh", str(t)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"engines={engines} off={off} cycles={cycles}" in r.stdout
+    for e in engines.split():
+        assert f"modes {e}: {'on off' if e == off else 'on'}" in r.stdout
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_an_unknown_scope_bails_out(tmp_path):
+    t = _guest_tree(tmp_path, SCOPE_PROBE)
+    r = subprocess.run([BUSYBOX, "sh", str(t)], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "MO_SCOPE": "quick"})
+    assert r.returncode == 1
+    assert "Bail out! no engine but none for scope 'quick'" in r.stdout
+
+
+def test_the_engine_list_pins_both_scopes():
+    from lab.molab import matrix
+    assert matrix.SCOPES == {"ci": ("mtcopy", "dcbm"), "full": ("none", "cpu", "mtcopy", "dcbm")}
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_guest_and_lab_read_the_engine_list_alike(tmp_path):
+    from lab.molab import matrix
+    t = _guest_tree(tmp_path, SCOPE_PROBE)
+    lst = t.parent.parent / "lib" / "engines.list"
+    lst.write_text("# a comment\nci: dcbm   # trailing comment\nfull: cpu dcbm\n")
+    assert matrix.scope_engines(lst) == {"ci": ("dcbm",), "full": ("cpu", "dcbm")}
+    r = subprocess.run([BUSYBOX, "sh", str(t)], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "MO_SCOPE": "ci"})
+    assert "engines=dcbm off=dcbm" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("cmdline,scope", [("mo.run=a mo.scope=ci", "ci"), ("mo.run=a", "full"),
+                                           ("mo.scope=full mo.run=a", "full")])
+def test_init_exports_the_scope(tmp_path, cmdline, scope):
+    (tmp_path / "cmdline").write_text(cmdline + "\n")
+    lines = [l for l in INIT.read_text().splitlines()
+             if l.startswith("MO_SCOPE=") or l.startswith("export MO_ARGS MO_SCOPE")]
+    assert len(lines) == 2
+    script = function("param") + "\n".join(lines) + "\nsh -c 'echo scope=$MO_SCOPE'\n"
+    r = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                       env={"MO_CMDLINE": str(tmp_path / "cmdline"),
+                            "PATH": f"{os.path.dirname(BUSYBOX)}:/usr/bin:/bin"})
+    assert r.stdout.strip() == f"scope={scope}", r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+@pytest.mark.parametrize("scope,want", [
+    ("ci", "MO_BUF_MB=4 MO_ROUNDS=1 MO_ENGINES= args=-t x"),
+    ("full", "MO_BUF_MB= MO_ROUNDS= MO_ENGINES= args=-t x"),
+])
+def test_migrate_offload_wrapper_sizes_by_scope(tmp_path, scope, want):
+    import shutil as sh
+    root = tmp_path / "opt" / "mo"
+    (root / "suites").mkdir(parents=True)
+    sh.copy(ROOT / "guest" / "suites" / "migrate_offload", root / "suites" / "migrate_offload")
+    fake = root / "migrate_offload"
+    fake.write_text('#!/bin/sh\necho "MO_BUF_MB=$MO_BUF_MB MO_ROUNDS=$MO_ROUNDS MO_ENGINES=$MO_ENGINES args=$*"\n')
+    fake.chmod(0o755)
+    r = subprocess.run([BUSYBOX, "sh", str(root / "suites" / "migrate_offload"), "-t", "x"],
+                       capture_output=True, text=True,
+                       env={"PATH": f"{os.path.dirname(BUSYBOX)}:/usr/bin:/bin", "MO_SCOPE": scope})
+    assert r.stdout.strip() == want, r.stdout + r.stderr

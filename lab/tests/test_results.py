@@ -378,6 +378,14 @@ NESTED_CASES = [
     "# | not ok 7 inner_b # with a comment\nok 1 wrapper",
     "#   not ok 2 - inner_b\nok 1 wrapper",
     "# tap: 5 passed, 1 failed, 0 skipped, plan 6\nok 1 wrapper",
+    "# tap: 0 passed, 0 failed, 10 skipped, plan 10\nok 1 wrapper",
+    "# tap: 3 passed, 0 failed, 0 skipped, plan none\nok 1 wrapper",
+    "# tap: 3 passed, 0 failed, 0 skipped, plan 6\nok 1 wrapper",
+    "# tap: 3 passed, 0 failed, 1 skipped, plan 4\nok 1 wrapper",
+    "# Bail out! no memory\nok 1 wrapper",
+    "# | Bail out! no memory\nok 1 wrapper",
+    "# # Totals: pass:3 fail:1 xfail:0 xpass:0 skip:0 error:0\nok 1 wrapper",
+    "# # Totals: pass:3 fail:0 xfail:0 xpass:0 skip:0 error:1\nok 1 wrapper",
 ]
 
 
@@ -395,7 +403,9 @@ def test_a_nested_failure_after_the_last_result_fails():
 
 def test_nested_results_that_passed_or_skipped_are_fine():
     body = ("TAP version 13\n1..1\n# ok 1 a\n# ok 2 b # SKIP no device\n"
-            "# tap: 2 passed, 0 failed, 1 skipped, plan 3\n# nothing is not ok here\n"
+            "# tap: 2 passed, 0 failed, 1 skipped, plan 3\n"
+            "# 1 skip(s) allowed for this program (device-coherent)\n# nothing is not ok here\n"
+            "# # Totals: pass:2 fail:0 xfail:0 xpass:0 skip:1 error:0\n"
             "# not okay: a sentence, not a result\nok 1 wrapper")
     s = _one(body)
     assert s.status == "PASS", s.reason
@@ -408,3 +418,36 @@ def test_a_nested_failure_under_a_failed_result_reports_the_result():
 
 def test_recorded_clean_console_has_no_nested_failure():
     assert summarize("clean.log", ["kunit", "migration", "sample"]).ok
+
+
+def test_a_known_failure_with_its_inner_failures_still_passes(tmp_path):
+    # mm_selftests prints the wrapped program's tally under its (known
+    # failed) result: the known failure excuses it, the nested rule must not
+    # fail it again.
+    rep = _mig(("not ok 2", "# tap: 64 passed, 2 failed, 0 skipped, plan 66\n"
+                            "# | not ok 17 wp-fork-pin\nnot ok 2"))
+    s = results.summarize(rep, ["migration"], known=_known(tmp_path)).suites[0]
+    assert s.status == "PASS", s.reason
+
+
+WRAPPER_SHAPES = """TAP version 13
+# ok 1 integrity.anon_4k.move_pages
+# ok 2 integrity.anon_2m.move_pages
+ok 1 cpu: kselftest integrity (anon 4K-2M, shmem, tmpfs, concurrent)
+# tap: 36 passed, 0 failed, 0 skipped, plan 36
+# compaction_test [dcbm]: 24.1s, exit 0; pgmigrate_success +5123
+ok 2 compaction_test [dcbm]
+# tap: 29 passed, 0 failed, 29 skipped, plan 58
+# 29 skip(s) allowed for this program (device-coherent)
+ok 3 hmm-tests [dcbm]
+# migrate_offload_registry: 1 pages migrated while it ran; 12 cases passed, 0 'not ok' lines
+ok 4 kunit_under_load: migrate_offload_registry passed under load
+1..4"""
+
+
+def test_passing_wrapper_output_of_the_guest_suites_passes():
+    # the shapes (from their printf lines) engine_integrity, mm_selftests
+    # (allowed skips) and
+    # kunit_under_load print when their wrapped programs pass
+    s = _one(WRAPPER_SHAPES)
+    assert s.status == "PASS", s.reason
