@@ -206,10 +206,10 @@ dcbm_load() {
 		load_mod swdma nr_chans=4 || { WHY=$MODERR; return 1; }
 	fi
 	# A real provider's terminate may not stop the hardware (AMD PTDMA's
-	# does not: docs/dcbm-provider-trust.md): on a real machine only
+	# does not: docs/hardware.md, "DMA providers"): on a real machine only
 	# when the operator says so.
 	if [ "${MO_HOST:-0}" = 1 ] && [ "${MO_DCBM_UNTRUSTED_OK:-0}" != 1 ]; then
-		WHY="dcbm over this machine's DMA providers ($(for _c in /sys/class/dma/*; do basename "$(readlink -f "$_c/device/driver")"; done | sort -u | tr '\n' ' ')) is not trusted yet: a hung transfer may still write after dcbm gives up (docs/dcbm-provider-trust.md); give MO_DCBM_UNTRUSTED_OK=1 on a test machine"
+		WHY="dcbm over this machine's DMA providers ($(for _c in /sys/class/dma/*; do basename "$(readlink -f "$_c/device/driver")"; done | sort -u | tr '\n' ' ')) is not trusted yet: a hung transfer may still write after dcbm gives up (docs/hardware.md); give MO_DCBM_UNTRUSTED_OK=1 on a test machine"
 		return 1
 	fi
 	load_mod dcbm || { WHY=$MODERR; return 1; }
