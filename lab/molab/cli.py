@@ -249,6 +249,11 @@ def _load_build(a):
         raise LabError(f"{rel(out)} does not exist",
                        f"build it: python3 -m lab.molab kernel --variant {a.variant} "
                        f"--flavour {a.flavour}")
+    held = kernel.recorded_flavour(out)
+    if held and held != a.flavour:
+        raise LabError(f"{rel(out)} holds the {held} kernel now, not {a.flavour} (make test "
+                       f"builds builtin there after debug)",
+                       f"rebuild it: make kernel FLAVOUR={a.flavour} (a minute or two)")
     src = tree.source_for(a.variant, a.ksrc) if a.ksrc else None
     return kernel.KernelBuild.load(out, a.variant, a.flavour, src=src)
 

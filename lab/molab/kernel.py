@@ -85,8 +85,27 @@ def _source_of(out):
     return None
 
 
+# builtin differs from debug in a few options (the engines and swdma =y):
+# built in debug's directory, kbuild recompiles only the files that read
+# them, a minute or two instead of a cold build. make test boots debug,
+# then builtin; the directory holds the last one built (molab-build.json
+# says which, and the lab refuses to boot the other from it).
+SHARED_OUT = {"builtin": "debug"}
+# make check builds the series' directories with W=1 in debug's directory:
+# the debug kernels are built with W=1 too, so make test reuses its objects.
+W1_FLAVOURS = ("debug", "builtin")
+
+
 def out_dir(variant, flavour):
-    return OUT / f"{variant}-{flavour}"
+    return OUT / f"{variant}-{SHARED_OUT.get(flavour, flavour)}"
+
+
+def recorded_flavour(out):
+    """The flavour molab-build.json says ``out`` holds ('' if unknown)."""
+    try:
+        return json.loads((Path(out) / INFO).read_text()).get("flavour", "")
+    except (OSError, ValueError):
+        return ""
 
 
 def fragments(variant, flavour):
@@ -233,10 +252,11 @@ def build(kb, jobs=None):
     env = _env()
     jobs = jobs or nproc()
     log = kb.out / "molab-build.log"
-    say(f"  build {rel(kb.out)} (make -j{jobs} bzImage modules; log {rel(log)})")
+    say(f"  build {rel(kb.out)} ({kb.flavour}: make -j{jobs} bzImage modules; log {rel(log)})")
     _wait_note()
     t0 = time.monotonic()
-    rc = _run_logged(locked(_make(kb.src, kb.out, "bzImage", "modules", extra=[f"-j{jobs}"])),
+    w1 = ["W=1"] if kb.flavour in W1_FLAVOURS else []
+    rc = _run_logged(locked(_make(kb.src, kb.out, "bzImage", "modules", extra=[f"-j{jobs}", *w1])),
                      log, env, mode="w")
     if rc != 0:
         cause, excerpt = build_failure(log)

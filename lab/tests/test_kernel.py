@@ -97,3 +97,36 @@ def test_undefined_symbols_are_those_no_kconfig_defines(tmp_path):
     got = kernel.undefined_symbols(tmp_path, {"CONFIG_SWDMA", "CONFIG_DMADEVICES",
                                               "CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_SWDM"})
     assert got == {"CONFIG_MIGRATE_OFFLOAD_DCBM", "CONFIG_SWDM"}
+
+
+def test_builtin_is_built_in_debugs_directory_and_others_apart():
+    assert kernel.out_dir("patched", "builtin") == kernel.out_dir("patched", "debug")
+    assert kernel.out_dir("patched", "kasan") != kernel.out_dir("patched", "debug")
+    assert kernel.out_dir("patched", "perf").name == "patched-perf"
+
+
+@pytest.mark.parametrize("flavour,w1", [("debug", True), ("builtin", True), ("perf", False),
+                                        ("kasan", False)])
+def test_debug_kernels_build_with_w1_as_make_check_does(tmp_path, monkeypatch, flavour, w1):
+    cmds = []
+    monkeypatch.setattr(kernel, "_run_logged", lambda cmd, log, env, mode="a": cmds.append(cmd) or 0)
+    monkeypatch.setattr(kernel, "install", lambda kb, env=None, log=None: None)
+    monkeypatch.setattr(kernel, "CCACHE", tmp_path / "ccache")
+    kb = kernel.KernelBuild(variant="patched", flavour=flavour, src=tmp_path, out=tmp_path)
+    kernel.build(kb, jobs=2)
+    assert ("W=1" in cmds[0]) == w1 and "bzImage" in cmds[0]
+
+
+def test_a_directory_holding_the_other_flavour_is_not_booted_as_this_one(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+    from lab.molab import cli
+    out = tmp_path / "patched-debug"
+    out.mkdir()
+    monkeypatch.setattr(kernel, "OUT", tmp_path)
+    kernel.KernelBuild(variant="patched", flavour="builtin", src=tmp_path, out=out).save()
+    assert kernel.recorded_flavour(out) == "builtin"
+    a = SimpleNamespace(out=None, variant="patched", flavour="debug", ksrc=None)
+    with pytest.raises(LabError, match="holds the builtin kernel now"):
+        cli._load_build(a)
+    a.flavour = "builtin"
+    assert cli._load_build(a).flavour == "builtin"
