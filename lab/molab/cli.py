@@ -58,6 +58,10 @@ BUILTIN_SUITES = ("kunit", "engine_integrity", "mtcopy_cpus")
 # module it would run at every load, in the middle of the suites).
 BUILTIN_KUNIT_SUITES = (*KUNIT_SUITES, "dcbm_plan")
 BUILTIN_CMDLINE = ["swdma.nr_chans=4", "isolcpus=2"]
+# In the ci scope the builtin boot's engine_integrity runs the configurations
+# whose code is built in there (cpu and auto are the core's, and the main
+# boot ran every configuration); the full scope runs them all.
+BUILTIN_CI_ARGS = "MO_INTEGRITY_CONFS=mtcopy-2,dcbm-4"
 
 
 class Parser(argparse.ArgumentParser):
@@ -366,7 +370,8 @@ def cmd_test(a):
             initramfs.build(kbb)
         with timer.step("builtin boot+tests"):
             say("== boot + tests, engines built in")
-            spec = _boot_spec(a, kbb, list(BUILTIN_SUITES), "", "test", smp=TEST_SMP)
+            spec = _boot_spec(a, kbb, list(BUILTIN_SUITES),
+                              BUILTIN_CI_ARGS if a.scope == "ci" else "", "test", smp=TEST_SMP)
             spec.label = f"{a.label or 'test'}-builtin"
             spec.cmdline_extra += [*BUILTIN_CMDLINE, f"mo.scope={a.scope}"]
             spec.kunit_suites = BUILTIN_KUNIT_SUITES

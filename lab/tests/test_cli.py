@@ -214,6 +214,7 @@ def test_make_test_fails_when_the_builtin_boot_fails(monkeypatch, tmp_path, caps
 def test_make_test_runs_the_ci_scope_and_test_full_the_whole(monkeypatch, tmp_path, capsys):
     rc, specs = _fake_test_run(monkeypatch, tmp_path)
     assert rc == 0 and all("mo.scope=ci" in s.cmdline_extra for s in specs)
+    assert (specs[0].args, specs[1].args) == ("", "MO_INTEGRITY_CONFS=mtcopy-2,dcbm-4")
     assert not set(cli.FULL_ONLY_SUITES) & set(specs[0].suites)
     assert specs[0].suites == [*cli.TEST_SUITES, "newsuite"]
     assert cli.FULL_ONLY_SUITES == ("migration", "host_kit", "mm_selftests")
@@ -222,6 +223,7 @@ def test_make_test_runs_the_ci_scope_and_test_full_the_whole(monkeypatch, tmp_pa
     specs.clear()
     rc, specs = _fake_test_run(monkeypatch, tmp_path, scope="full")
     assert rc == 0 and all("mo.scope=full" in s.cmdline_extra for s in specs)
+    assert specs[1].args == ""
     assert specs[0].suites == [s for s, _ in cli.SUITE_ORDER] + ["newsuite"]
     assert specs[0].suites[:2] == ["kunit", "migration"]
     assert (tmp_path / "matrix.md").read_text().count("| damon |") == 4

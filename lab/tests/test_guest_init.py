@@ -418,3 +418,16 @@ def test_migrate_offload_wrapper_sizes_by_scope(tmp_path, scope, want):
                        capture_output=True, text=True,
                        env={"PATH": f"{os.path.dirname(BUSYBOX)}:/usr/bin:/bin", "MO_SCOPE": scope})
     assert r.stdout.strip() == want, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_engine_integrity_refuses_an_unknown_configuration(tmp_path):
+    import shutil as sh
+    root = tmp_path / "opt" / "mo"
+    sh.copytree(ROOT / "guest" / "lib", root / "lib")
+    (root / "suites").mkdir()
+    sh.copy(ROOT / "guest" / "suites" / "engine_integrity", root / "suites" / "engine_integrity")
+    r = subprocess.run([BUSYBOX, "sh", str(root / "suites" / "engine_integrity"),
+                        "MO_INTEGRITY_CONFS=mtcopy-2,dcbm-8"], capture_output=True, text=True,
+                       env={"PATH": f"{os.path.dirname(BUSYBOX)}:/usr/bin:/bin"})
+    assert r.returncode == 1 and "Bail out! MO_INTEGRITY_CONFS: no configuration dcbm-8" in r.stdout
