@@ -491,8 +491,9 @@ def cmd_report(a):
     from . import matrix
     cells = matrix.collect(rep.blocks, rep.files)
     if cells:
-        say("-- reason x engine (pages)")
-        for line in matrix.text(cells):
+        scope = guest_scope(log) or "full"
+        say(f"-- reason x engine, scope {scope} (pages)")
+        for line in matrix.text(cells, matrix.SCOPES.get(scope, matrix.ENGINES)):
             say("  " + line)
     say(f"console log: {rel(log)}")
     say(summ.lines()[-1])
