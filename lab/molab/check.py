@@ -185,15 +185,16 @@ def run_check(ksrc=None, flavour="debug"):
     say(f"== W=1 build of {', '.join(d + '/' for d in dirs) or 'nothing (no .c files touched)'}")
     if dirs:
         out = kernel.out_dir("patched", flavour)
-        if not (out / ".config").exists():
+        if not (out / ".config").exists() or kernel.recorded_flavour(out) not in ("", flavour):
             kernel.configure("patched", flavour, src, out)
         # Warnings are printed only when a file is compiled: drop the objects
-        # of the touched files so they are compiled (with W=1) every time.
-        for f in changed:
-            if f.endswith(".c") and str(Path(f).parent) in dirs:
-                obj = out / (f[:-2] + ".o")
-                if obj.exists():
-                    obj.unlink()
+        # of the touched directories so they are compiled (with W=1) every
+        # time, those that #include a touched file too (kernel/sched's
+        # build_policy.c). The debug kernels are built with W=1 as well, so
+        # make test reuses these objects.
+        for d in dirs:
+            for obj in (out / d).glob("*.o"):
+                obj.unlink()
         log = out / "molab-check.log"
         env = kernel._env()
         cmd = locked(["make", "-C", str(src), f"O={out}", "CC=ccache gcc", "W=1",

@@ -254,10 +254,12 @@ def _load_build(a):
                        f"build it: python3 -m lab.molab kernel --variant {a.variant} "
                        f"--flavour {a.flavour}")
     held = kernel.recorded_flavour(out)
-    if held and held != a.flavour:
-        raise LabError(f"{rel(out)} holds the {held} kernel now, not {a.flavour} (make test "
-                       f"builds builtin there after debug)",
-                       f"rebuild it: make kernel FLAVOUR={a.flavour} (a minute or two)")
+    if held != a.flavour:
+        what = (f"holds the {held} kernel now, not {a.flavour} (make test builds builtin "
+                f"there after debug)" if held else
+                f"has no complete {a.flavour} build (configured, or its build failed)")
+        raise LabError(f"{rel(out)} {what}",
+                       f"rebuild it: make kernel initramfs VARIANT={a.variant} FLAVOUR={a.flavour}")
     src = tree.source_for(a.variant, a.ksrc) if a.ksrc else None
     return kernel.KernelBuild.load(out, a.variant, a.flavour, src=src)
 

@@ -170,6 +170,13 @@ def configure(variant, flavour, src, out=None, not_yet_defined_ok=False):
     src = Path(src)
     out = Path(out or out_dir(variant, flavour))
     out.mkdir(parents=True, exist_ok=True)
+    # A directory shared by two flavours (SHARED_OUT) that held the other
+    # one: its record and initramfs describe that one until this flavour
+    # is built and installed (record()); without them the lab refuses to
+    # boot from it rather than mix the two.
+    if recorded_flavour(out) != flavour:
+        for stale in (out / INFO, out / "initramfs.cpio.gz"):
+            stale.unlink(missing_ok=True)
     frags = fragments(variant, flavour)
     env = _env()
     say(f"  configure {rel(out)} (tinyconfig + {' + '.join(f.name for f in frags)})")
@@ -222,6 +229,8 @@ def build_failure(log):
     except OSError:
         return "kernel build failed", []
     lines = [re.sub(r"\x1b\[[0-9;]*[mK]", "", l) for l in lines]
+    # W=1 runs kernel-doc, whose "error: Cannot parse ..." fails nothing.
+    lines = [l for l in lines if "error: Cannot parse" not in l]
     first = None
     for i, l in enumerate(lines):
         if re.search(r"\berror:|undefined reference|fatal error", l):

@@ -130,3 +130,40 @@ def test_a_directory_holding_the_other_flavour_is_not_booted_as_this_one(tmp_pat
         cli._load_build(a)
     a.flavour = "builtin"
     assert cli._load_build(a).flavour == "builtin"
+
+
+def test_configuring_the_other_flavour_drops_the_record_and_initramfs(tmp_path, monkeypatch):
+    """A shared directory's record and initramfs describe the flavour built
+    last; configuring the other one drops both, so nothing boots a mix."""
+    from types import SimpleNamespace
+    from lab.molab import cli
+    out = tmp_path / "patched-debug"
+    out.mkdir()
+    monkeypatch.setattr(kernel, "OUT", tmp_path)
+    monkeypatch.setattr(kernel, "CCACHE", tmp_path / "ccache")
+    monkeypatch.setattr(kernel.subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0))
+    monkeypatch.setattr(kernel.kconfig, "verify_files", lambda frags, cfg: [])
+    kernel.KernelBuild(variant="patched", flavour="builtin", src=tmp_path, out=out).save()
+    (out / "initramfs.cpio.gz").write_text("builtin's")
+    kernel.configure("patched", "builtin", tmp_path, out)     # same flavour: kept
+    assert kernel.recorded_flavour(out) == "builtin" and (out / "initramfs.cpio.gz").exists()
+    kernel.configure("patched", "debug", tmp_path, out)       # e.g. its build then fails
+    assert kernel.recorded_flavour(out) == "" and not (out / "initramfs.cpio.gz").exists()
+    a = SimpleNamespace(out=None, variant="patched", flavour="debug", ksrc=None)
+    with pytest.raises(LabError, match="has no complete debug build"):
+        cli._load_build(a)
+
+
+def test_kernel_doc_errors_of_w1_are_not_the_cause_of_a_failure(tmp_path):
+    log = tmp_path / "build.log"
+    log.write_text("  CC      mm/a.o\nmm/a.c:10: error: Cannot parse struct or union!\n"
+                   "  LD      vmlinux\nld: undefined reference to `x'\n")
+    cause, _ = kernel.build_failure(log)
+    assert "undefined reference" in cause
+
+
+def test_make_check_builds_with_w1_like_the_debug_kernels():
+    import inspect
+    from lab.molab import check
+    assert '"W=1"' in inspect.getsource(check.run_check)
+    assert set(kernel.W1_FLAVOURS) == {"debug", "builtin"}
