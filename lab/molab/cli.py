@@ -2,7 +2,6 @@
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -395,7 +394,7 @@ def cmd_test(a):
     # would pass the ci matrix and cost the full time.
     wrong_scope = 0
     for what, r in boots:
-        seen = guest_scope(r.console_log)
+        seen = r.report.scope
         if seen != a.scope:
             say(f"FAIL  scope  the guest ({what}) ran scope {seen or 'unknown'}, not {a.scope} "
                 f"(mo.scope= lost between the lab and guest/init.sh?)")
@@ -408,18 +407,6 @@ def cmd_test(a):
     say(f"slowest suites: {slowest_suites([r for _, r in boots])}")
     say(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return EXIT_OK if all(r.ok for _, r in boots) and not gaps and not wrong_scope else EXIT_FAIL
-
-
-GUEST_SCOPE_RE = re.compile(r"molab guest: suites '.*' args '.*' scope (\S+)")
-
-
-def guest_scope(console_log):
-    """The scope guest/init.sh says it exported (None if it never said)."""
-    try:
-        m = GUEST_SCOPE_RE.search(Path(console_log).read_text(errors="replace"))
-    except OSError:
-        return None
-    return m.group(1) if m else None
 
 
 def slowest_suites(boots, n=5):
@@ -493,7 +480,7 @@ def cmd_report(a):
     from . import matrix
     cells = matrix.collect(rep.blocks, rep.files)
     if cells:
-        scope = guest_scope(log) or "full"
+        scope = rep.scope or "full"
         say(f"-- reason x engine, scope {scope} (pages)")
         for line in matrix.text(cells, matrix.SCOPES.get(scope, matrix.ENGINES)):
             say("  " + line)

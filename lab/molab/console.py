@@ -32,6 +32,8 @@ RELEASE_RE = re.compile(r"\bLinux version (\S+)")
 # init.sh puts back the THP settings a suite left changed, and says so: the
 # next suite would otherwise run with the folio sizes of the last one.
 LEFT_RE = re.compile(r"molab guest: (\S+) left (\S+) at (\S+) \(boot: (\S+)\): put back")
+# init.sh says which test scope it exported (mo.scope=, docs/testing.md).
+SCOPE_RE = re.compile(r"molab guest: suites '.*' args '.*' scope (\S+)")
 
 # The known QEMU fault: an int3 trap on text being patched under multi-threaded
 # TCG. Only the oops line itself, nothing around it.
@@ -173,6 +175,7 @@ class ConsoleReport:
     protocol_errors: list
     states: dict = field(default_factory=dict)   # {"start"|"end": {key: value}}
     release: str | None = None                   # "Linux version X" of the boot
+    scope: str | None = None                     # the test scope init.sh exported
 
     @property
     def status(self):
@@ -247,6 +250,7 @@ class ConsoleScanner:
         self._frag = None      # guest text a kernel message cut off
         self.states = {}
         self.release = None
+        self.scope = None
 
     # -- events returned by feed(): list of (kind, payload) tuples
     def feed(self, line):
@@ -298,6 +302,9 @@ class ConsoleScanner:
             if self._block is not None:
                 self._block.kernel_lines.append(msg)
 
+        sc = SCOPE_RE.search(guest) if self.scope is None else None
+        if sc:
+            self.scope = sc.group(1)
         left = LEFT_RE.search(guest)
         if left:
             self.protocol_errors.append(
@@ -405,7 +412,7 @@ class ConsoleScanner:
                              done=self.done, boot_lines=self.boot_lines,
                              line_count=self.line_no, accel=self.accel,
                              protocol_errors=self.protocol_errors, states=self.states,
-                             release=self.release)
+                             release=self.release, scope=self.scope)
 
 
 class PatchSites:

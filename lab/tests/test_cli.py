@@ -155,14 +155,12 @@ def _fake_test_run(monkeypatch, tmp_path, builtin_ok=True, matrix_skip=(), scope
     def boot(spec):
         specs.append(spec)
         builtin = spec.label.endswith("-builtin")
-        # what guest/init.sh prints: the scope it exported from mo.scope=
+        # the scope guest/init.sh exported from mo.scope=, as the console scan reads it
         sc = next((w.split("=", 1)[1] for w in spec.cmdline_extra if w.startswith("mo.scope=")),
                   "full")
-        (tmp_path / "console.log").write_text(
-            f"molab guest: suites '{','.join(spec.suites)}' args '' scope {guest_scope or sc}\n")
         ok = builtin_ok or not builtin
         return SimpleNamespace(ok=ok, summary=summary(40 if builtin else 200, 0 if ok else 1),
-                               report=SimpleNamespace(release="6.12.117",
+                               report=SimpleNamespace(release="6.12.117", scope=guest_scope or sc,
                                                       blocks=[] if builtin else blocks),
                                console_log=tmp_path / "console.log")
 
@@ -250,10 +248,10 @@ def test_a_guest_that_ran_another_scope_fails_the_run(monkeypatch, tmp_path, cap
     assert out[-1] == "240 passed, 2 failed"     # both boots
 
 
-def test_guest_scope_read_from_the_console(tmp_path):
-    log = tmp_path / "console.log"
-    log.write_text("x\nmolab guest: suites 'a,b' args 'MO_X=1' scope ci\n")
-    assert cli.guest_scope(log) == "ci"
-    log.write_text("molab guest: suites 'a' args ''\n")
-    assert cli.guest_scope(log) is None
-    assert cli.guest_scope(tmp_path / "absent") is None
+def test_guest_scope_read_from_the_console():
+    from lab.molab import console
+    rep = console.scan_text("[ 0.0] Linux\nmolab guest: suites 'a,b' args 'MO_X=1' scope ci\n"
+                            "@@MO-DONE\n")
+    assert rep.scope == "ci"
+    rep = console.scan_text("[ 0.0] Linux\nmolab guest: suites 'a' args ''\n@@MO-DONE\n")
+    assert rep.scope is None

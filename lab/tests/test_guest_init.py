@@ -327,12 +327,15 @@ def test_thp_state_and_load_put_back_every_setting(tmp_path):
     assert (thp / "enabled").read_text() == "madvise\n"
 
 
-def _guest_tree(tmp_path, suite_body):
-    """A copy of the guest's lib/ and one suite at opt/mo/suites/t."""
+def _guest_tree(tmp_path, suite_body=None, suite=None):
+    """A copy of the guest's lib/ and one suite under opt/mo/suites/: the
+    repository's @suite, or "t" running @suite_body."""
     import shutil as sh
     root = tmp_path / "opt" / "mo"
     sh.copytree(ROOT / "guest" / "lib", root / "lib")
     (root / "suites").mkdir(parents=True)
+    if suite:
+        return Path(sh.copy(ROOT / "guest" / "suites" / suite, root / "suites" / suite))
     t = root / "suites" / "t"
     t.write_text("#!/bin/sh\n" + suite_body)
     t.chmod(0o755)
@@ -407,14 +410,12 @@ def test_init_exports_the_scope(tmp_path, cmdline, scope):
     ("full", "MO_BUF_MB= MO_ROUNDS= MO_ENGINES= args=-t x"),
 ])
 def test_migrate_offload_wrapper_sizes_by_scope(tmp_path, scope, want):
-    import shutil as sh
-    root = tmp_path / "opt" / "mo"
-    (root / "suites").mkdir(parents=True)
-    sh.copy(ROOT / "guest" / "suites" / "migrate_offload", root / "suites" / "migrate_offload")
+    wrapper = _guest_tree(tmp_path, suite="migrate_offload")
+    root = wrapper.parent.parent
     fake = root / "migrate_offload"
     fake.write_text('#!/bin/sh\necho "MO_BUF_MB=$MO_BUF_MB MO_ROUNDS=$MO_ROUNDS MO_ENGINES=$MO_ENGINES args=$*"\n')
     fake.chmod(0o755)
-    r = subprocess.run([BUSYBOX, "sh", str(root / "suites" / "migrate_offload"), "-t", "x"],
+    r = subprocess.run([BUSYBOX, "sh", str(wrapper), "-t", "x"],
                        capture_output=True, text=True,
                        env={"PATH": f"{os.path.dirname(BUSYBOX)}:/usr/bin:/bin", "MO_SCOPE": scope})
     assert r.stdout.strip() == want, r.stdout + r.stderr
@@ -422,12 +423,8 @@ def test_migrate_offload_wrapper_sizes_by_scope(tmp_path, scope, want):
 
 @pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
 def test_engine_integrity_refuses_an_unknown_configuration(tmp_path):
-    import shutil as sh
-    root = tmp_path / "opt" / "mo"
-    sh.copytree(ROOT / "guest" / "lib", root / "lib")
-    (root / "suites").mkdir()
-    sh.copy(ROOT / "guest" / "suites" / "engine_integrity", root / "suites" / "engine_integrity")
-    r = subprocess.run([BUSYBOX, "sh", str(root / "suites" / "engine_integrity"),
+    suite = _guest_tree(tmp_path, suite="engine_integrity")
+    r = subprocess.run([BUSYBOX, "sh", str(suite),
                         "MO_INTEGRITY_CONFS=mtcopy-2,dcbm-8"], capture_output=True, text=True,
                        env={"PATH": f"{os.path.dirname(BUSYBOX)}:/usr/bin:/bin"})
     assert r.returncode == 1 and "Bail out! MO_INTEGRITY_CONFS: no configuration dcbm-8" in r.stdout
