@@ -4,7 +4,9 @@
  * programs (mo_migrate, mo_bench, mo_folios): /proc/self/pagemap and
  * /proc/kpageflags (root, CONFIG_PROC_PAGE_MONITOR); and write_file() and
  * set_setting() (put back at exit) for their sysfs and sysctl settings.
- * Header-only, so that each static program includes it.
+ * Pure helpers are static inline here; the saved settings are state that
+ * every .c file of a program must share, so they and the functions that
+ * use them live in mo_state.c, which every program links.
  */
 #ifndef MO_PAGES_H
 #define MO_PAGES_H
@@ -156,48 +158,15 @@ static inline int write_file(const char *path, const char *val)
  * does not inherit its folio sizes (hmm-tests' migrations to device memory
  * fail on mTHP). restore_settings_at_exit() makes that happen at exit and
  * on SIGINT, SIGTERM and SIGHUP (a suite's timeout kills with SIGTERM).
+ * Defined in mo_state.c: one table of saved settings per program.
  */
-#define MO_SAVED_MAX 32
-static struct { char path[160]; char val[64]; } mo_saved[MO_SAVED_MAX];
-static volatile int mo_nr_saved;
-/* Whose settings: a forked child that exit()s must not put them back. */
-static pid_t mo_saved_pid;
+
 /* Called first by restore_settings(), e.g. to stop a helper process. */
-static void (*mo_before_restore)(void);
+extern void (*mo_before_restore)(void);
 
-/*
- * Async-signal-safe (open, write, close). Written before it is dropped: a
- * signal that interrupts the atexit call writes the same value again
- * rather than skip it.
- */
-static inline void restore_settings(void)
-{
-	/* The hook decides for itself (mo_bench's hog: its own pid or 0). */
-	if (mo_before_restore)
-		mo_before_restore();
-	if (getpid() != mo_saved_pid)
-		return;
-	while (mo_nr_saved > 0) {
-		write_file(mo_saved[mo_nr_saved - 1].path,
-			   mo_saved[mo_nr_saved - 1].val);
-		mo_nr_saved--;
-	}
-}
-
-static inline void mo_restore_on_signal(int sig)
-{
-	restore_settings();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static inline void restore_settings_at_exit(void)
-{
-	atexit(restore_settings);
-	signal(SIGINT, mo_restore_on_signal);
-	signal(SIGTERM, mo_restore_on_signal);
-	signal(SIGHUP, mo_restore_on_signal);
-}
+/* Puts every saved setting back; async-signal-safe (open, write, close). */
+void restore_settings(void);
+void restore_settings_at_exit(void);
 
 /*
  * The value of a small file in @out (newline cut), or of a choice file its
@@ -236,25 +205,6 @@ static inline int read_setting(const char *path, char *out, size_t len)
  * 0 or -errno. A value that cannot be recorded (unreadable, too long, too
  * many settings) is not written: nothing may change that is not put back.
  */
-static inline int set_setting(const char *path, const char *val)
-{
-	int i, ret;
-
-	/* A forked child records its own: the parent's are the parent's. */
-	if (mo_nr_saved && mo_saved_pid != getpid())
-		mo_nr_saved = 0;
-	for (i = 0; i < mo_nr_saved; i++)
-		if (!strcmp(mo_saved[i].path, path))
-			return write_file(path, val);
-	if (mo_nr_saved >= MO_SAVED_MAX || strlen(path) >= sizeof(mo_saved[0].path))
-		return -ENOSPC;
-	ret = read_setting(path, mo_saved[i].val, sizeof(mo_saved[0].val));
-	if (ret)
-		return ret;
-	strcpy(mo_saved[i].path, path);
-	mo_saved_pid = getpid();
-	mo_nr_saved++;
-	return write_file(path, val);
-}
+int set_setting(const char *path, const char *val);
 
 #endif /* MO_PAGES_H */

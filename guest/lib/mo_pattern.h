@@ -2,7 +2,8 @@
 /*
  * The one data pattern of the guest programs (mo_migrate, mo_bench,
  * mo_tier): what every byte of a test buffer must hold, and the check of
- * it. Header-only, so that each static program includes it.
+ * it. Header-only but for mo_bytes_checked, which lives in mo_state.c:
+ * one count per program, however many .c files check bytes.
  *
  * The 8-byte word at word index @idx (byte offset / 8 in the buffer) of a
  * buffer filled with @seed is
@@ -69,6 +70,9 @@ struct mo_bad {
 	uint8_t got, want;
 };
 
+/* Bytes mo_pattern_verify() has read, for the programs' bytes_checked= line. */
+extern unsigned long long mo_bytes_checked;
+
 /*
  * The number of bytes of @len at @p (at byte offset @base of the buffer)
  * that differ from the pattern of @seed, compared byte by byte in every
@@ -76,9 +80,6 @@ struct mo_bad {
  * The buffer is read once, word by word, so a concurrent change is seen
  * at most once.
  */
-/* Bytes mo_pattern_verify() has read, for the programs' bytes_checked= line. */
-static unsigned long long mo_bytes_checked;
-
 static inline size_t mo_pattern_verify(const void *p, size_t base, size_t len,
 				       uint64_t seed, struct mo_bad *first)
 {
