@@ -1,7 +1,8 @@
 # The lab's entry points; each target calls python3 -m lab.molab <command>.
 # Variables: KSRC=/path (existing 6.12 tree), FLAVOUR=debug|perf,
 # VARIANT=patched|vanilla, SUITES=a,b, SCOPE=ci|full (make test), ACCEL=single|multi|kvm|auto, SMP=n,
-# RESET=1 (make tree), ARGS=... (make boot), V=1 (echo the guest console),
+# RESET=1 (make tree), BASE_COMMIT=sha (make export), ARGS=... (make boot),
+# V=1 (echo the guest console),
 # BREAK=patch (make test: the series plus a breaking patch; must fail).
 
 PYTHON ?= python3
@@ -18,7 +19,7 @@ BOPTS = $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) $(if $(V),--verbose)
 
 help:
 	@echo "make tree [RESET=1]     kernel git tree build/linux (+ build/vanilla worktree)"
-	@echo "make export             write the tree's base..series into series/"
+	@echo "make export [BASE_COMMIT=sha]  write the tree's base..series into series/ as mail"
 	@echo "make kernel             build VARIANT (patched) FLAVOUR (debug) into build/out/"
 	@echo "make initramfs          pack the guest for that kernel"
 	@echo "make boot SUITES=a,b    boot it in QEMU and run suites"
@@ -38,7 +39,7 @@ tree:
 	$(MOLAB) tree $(call opt,KSRC,--ksrc) $(if $(filter 1 yes y,$(RESET)),--reset)
 
 export:
-	$(MOLAB) export $(call opt,KSRC,--ksrc)
+	$(MOLAB) export $(call opt,KSRC,--ksrc) $(call opt,BASE_COMMIT,--base-commit)
 
 kernel:
 	$(MOLAB) kernel $(VOPTS) $(KOPTS)

@@ -120,6 +120,10 @@ def build_parser():
 
     s = sub.add_parser("export", help="write base..series of the tree into series/")
     s.add_argument("--ksrc", default=_ksrc_default(), help="export from this tree")
+    s.add_argument("--base-commit", default=os.environ.get("BASE_COMMIT") or None,
+                   help="the upstream commit the series applies to, for the cover letter's "
+                        "base-commit: (default: the tree's base, said to be the lab's import; "
+                        "env BASE_COMMIT)")
 
     s = sub.add_parser("kernel", help="configure and build one kernel")
     _add_kernel_opts(s)
@@ -232,7 +236,7 @@ def cmd_tree(a):
 
 
 def cmd_export(a):
-    tree.export(a.ksrc)
+    tree.export(a.ksrc, base_commit=a.base_commit)
     return EXIT_OK
 
 

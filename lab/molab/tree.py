@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import mail
 from .errors import LabError
 from .util import (BROKEN_TREE, DEFAULT_TREE, SERIES, VANILLA_TREE, git, read_makefile_version,
                    rel, run, say)
@@ -322,52 +323,78 @@ def source_for(variant, ksrc=None):
     return t
 
 
-# series/cover-letter.txt: the cover letter's subject (first line) and body;
-# make export turns it into series/0000-cover-letter.patch around git's
-# shortlog and diffstat.
-COVER_SOURCE = "cover-letter.txt"
+# series/cover-letter.txt: the cover letter's subject (first line, with
+# the subject prefix and version: lab/molab/mail.py) and body; make export
+# turns it into series/0000-cover-letter.patch around git's shortlog and
+# diffstat.
+COVER_SOURCE = mail.COVER_SOURCE
 
 
-def fill_cover_letter(path, text, date=None):
-    """Put the subject and body of TEXT into git's cover letter template at PATH.
+def fill_cover_letter(path, cover, date=None, me=None, upstream=None, note=""):
+    """Put a mail.CoverSource's subject and body into git's cover letter
+    template at PATH, signed off by ME, and name the base (mail.finish_base).
 
     DATE (the series head's) replaces git's "now", so that an export of the
     same series writes the same file."""
-    subject, _, body = text.strip("\n").partition("\n")
-    cover = Path(path).read_text()
+    text = Path(path).read_text()
     if date:
-        cover = re.sub(r"^Date: .*$", f"Date: {date}", cover, count=1, flags=re.M)
-    if "*** SUBJECT HERE ***" not in cover or "*** BLURB HERE ***" not in cover:
+        text = re.sub(r"^Date: .*$", f"Date: {date}", text, count=1, flags=re.M)
+    if "*** SUBJECT HERE ***" not in text or "*** BLURB HERE ***" not in text:
         raise LabError(f"{path.name}: not git's cover letter template",
                        "check the git version (format-patch --cover-letter)")
-    cover = cover.replace("*** SUBJECT HERE ***", subject.strip())
-    Path(path).write_text(cover.replace("*** BLURB HERE ***", body.strip("\n")))
+    body = mail.add_signoff(cover.body, me) if me else cover.body
+    text = text.replace("*** SUBJECT HERE ***", cover.subject)
+    text = text.replace("*** BLURB HERE ***", body.strip("\n"))
+    if upstream or note:
+        text = mail.finish_base(text, upstream, note)
+    Path(path).write_text(text)
 
 
-def export(ksrc=None):
-    """Write base..series as series/NNNN-*.patch and series/series."""
+def export(ksrc=None, base_commit=None):
+    """Write base..series as series/NNNN-*.patch and series/series, as mail
+    from the exporter (git config user.*), each signed off by them; the
+    cover letter (from series/cover-letter.txt) ends with base-commit:
+    BASE_COMMIT if given, else the tree's base, said to be the lab's."""
     t = check_ksrc(ksrc) if ksrc else DEFAULT_TREE
     if not (t / ".git").exists():
         raise LabError(f"{rel(t)} is not a git tree", "run 'make tree' first")
     for ref in ("base", BRANCH):
         if not git(t, "rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False):
             raise LabError(f"{rel(t)} has no '{ref}' ref", "create the tree with 'make tree'")
+    me = mail.exporter_identity(t)
+    name, email = me[:me.rindex(" <")], me[me.rindex(" <") + 2:-1]
+    source = SERIES / COVER_SOURCE
+    cover = mail.parse_cover(source.read_text()) if source.exists() else None
+    upstream = mail.check_base_commit(t, base_commit, BRANCH) if base_commit else None
+    base = git(t, "rev-parse", "base^{commit}")
+    version = base_version(t)
+    note = "" if upstream else mail.base_note(
+        git(t, "log", "-1", "--format=%s", f"base-{version}", check=False), version)
     SERIES.mkdir(exist_ok=True)
-    cover = SERIES / COVER_SOURCE
     with tempfile.TemporaryDirectory(prefix="export.", dir=SERIES) as tmp:
+        # Every option that shapes the mails is given, so that the user's
+        # format.* settings (To:, Cc:, headers, signature) stay out.
+        # git's cover letter is From: the committer: the exporter too.
         run(["git", "-C", t, "-c", "core.abbrev=12", "-c", "diff.noprefix=false",
              "-c", "diff.mnemonicPrefix=false", "-c", "diff.renames=true",
              "-c", "format.signOff=false", "-c", "format.coverLetter=false",
-             "format-patch", "-q", "--no-signature", "--zero-commit",
-             "--cover-letter" if cover.exists() else "--no-cover-letter",
+             "-c", "format.useAutoBase=false",
+             "format-patch", "-q", "--no-signature", "--zero-commit", f"--from={me}",
+             f"--subject-prefix={cover.prefix if cover else 'PATCH'}",
+             "--no-to", "--no-cc", "--no-add-header", "--suffix=.patch",
+             *(["--cover-letter", "--cover-from-description=none", f"--base={base}"]
+               if cover else ["--no-cover-letter"]),
              "--no-thread", "--no-encode-email-headers",
              "-o", tmp, f"base..{BRANCH}"],
-            what="git format-patch", capture=True)
+            what="git format-patch", capture=True,
+            env={"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email})
         new = sorted(Path(tmp).glob("*.patch"))
         for p in new:
             if p.name.startswith("0000-"):
-                fill_cover_letter(p, cover.read_text(),
-                                  git(t, "log", "-1", "--format=%aD", BRANCH))
+                fill_cover_letter(p, cover, git(t, "log", "-1", "--format=%aD", BRANCH),
+                                  me, upstream, note)
+            else:
+                p.write_text(mail.sign_off_patch(p.read_text(), me))
         for old in SERIES.glob("*.patch"):
             old.unlink()
         for p in new:
@@ -375,7 +402,12 @@ def export(ksrc=None):
     # The cover letter goes to reviewers, not to git am.
     new = [p for p in new if not p.name.startswith("0000-")]
     (SERIES / "series").write_text("".join(f"{p.name}\n" for p in new))
-    say(f"  exported {len(new)} patch(es) to series/")
+    say(f"  exported {len(new)} patch(es) to series/ as [{cover.prefix if cover else 'PATCH'} "
+        f"n/{len(new)}], from and signed off by {me}")
     for p in new:
         say(f"    {p.name}")
+    if cover:
+        say(f"  base-commit: {upstream}" if upstream else
+            f"  base-commit: the lab's base {base[:12]} (Linux {version}); name the upstream "
+            f"commit with BASE_COMMIT=<sha>")
     return [SERIES / p.name for p in new]

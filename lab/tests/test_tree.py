@@ -22,6 +22,9 @@ def repo(tmp_path):
     (r / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\n")
     (r / "mm" / "migrate.c").write_text("".join(f"line {i}\n" for i in range(30)))
     git(r, "init", "-q", "-b", "master")
+    # make export mails as the tree's user: whatever the machine's config says
+    git(r, "config", "user.name", "t")
+    git(r, "config", "user.email", "t@t")
     git(r, "add", "-A")
     git(r, "commit", "-qm", "Linux 6.12.117")
     git(r, "tag", "base")
