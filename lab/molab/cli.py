@@ -514,7 +514,7 @@ def _host_facts(builds):
 
 
 def cmd_bench(a):
-    from . import bench, bench_report
+    from . import bench, report
     if a.rerender:
         return _bench_rerender(a)
     rounds = a.rounds if a.rounds is not None else (2 if a.quick else 3)
@@ -552,7 +552,7 @@ def cmd_bench(a):
         if f is None:
             problems.append(f"{res.label}: no bench.jsonl came back ({rel(res.console_log)})")
             continue
-        records += bench_report.load_records(Path(f), variant, rnd)
+        records += report.load_records(Path(f), variant, rnd)
     top = runs[0].results_dir.parent
     run = {"facts": facts, "args": args, "rounds": rounds, "records": records,
            "problems": problems, "boots": boots}
@@ -628,19 +628,19 @@ def _bench_outputs(top, run):
     """Summarize a run's records into top/: bench.json, throughput.csv,
     report.txt, report.md, plots; print the tables. Returns the summary."""
     import json
-    from . import bench_report
-    summary = bench_report.summarize(run["records"])
+    from . import report
+    summary = report.summarize(run["records"])
     run = {**run, "summary": summary}
     (top / "bench.json").write_text(json.dumps(run, indent=1) + "\n")
-    bench_report.write_csv(summary, top / "throughput.csv")
-    pngs = bench_report.plots(summary, top)
+    report.write_csv(summary, top / "throughput.csv")
+    pngs = report.plots(summary, top)
     # The verdict goes into the reports too: a report alone must not read as a pass.
     failures = _bench_failures(run, summary)
     verdict = [f"run FAILED: {f}" for f in failures] or ["run passed"]
-    lines = bench_report.text_tables(summary) + _boot_lines(run.get("boots"))
+    lines = report.text_tables(summary) + _boot_lines(run.get("boots"))
     where = _facts_lines(run["facts"])
     (top / "report.txt").write_text("\n".join(lines + ["", *where, "", *verdict]) + "\n")
-    (top / "report.md").write_text("\n".join(bench_report.markdown_tables(summary)
+    (top / "report.md").write_text("\n".join(report.markdown_tables(summary)
                                              + _boot_lines(run.get("boots"), md=True)
                                              + ["", *(f"- {w}" for w in where)]
                                              + ["", *(f"- {v}" for v in verdict)]) + "\n")

@@ -102,7 +102,7 @@ def merge(dirs):
     are round k; records of a variant without a partner in its round stay
     in the tables but give no ratio.
     """
-    from . import bench_report
+    from . import report
     dirs = list(dict.fromkeys(Path(d).resolve() for d in dirs))   # each once
     runs = [(_read_run(d), Path(d)) for d in dirs]
     runs.sort(key=lambda x: x[0][0].get("started", ""))
@@ -130,7 +130,7 @@ def merge(dirs):
         v = facts["variant"]
         rnd = seen[v]
         seen[v] += 1
-        recs = bench_report.load_records(jsonl, v, rnd)
+        recs = report.load_records(jsonl, v, rnd)
         lines = [l for l in jsonl.read_text(errors="replace").splitlines()
                  if l.strip().startswith("{")]
         if len(lines) != len(recs):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from lab.molab import bench_report as br
+from lab.molab import report
 from lab.molab import cli, deb, host, kconfig
 from lab.molab.errors import LabError
 
@@ -27,7 +27,7 @@ def test_tiering_rows_ratios_per_round_and_shares():
                  tier("patched", rnd, "mtcopy-2", 1.5 * base),
                  tier("vanilla", rnd, "vanilla", base / 2, hog=True),
                  tier("patched", rnd, "mtcopy-2", base / 4, hog=True)]
-    s = br.summarize(recs)
+    s = report.summarize(recs)
     rows = {(r["config"], r["hog"]): r for r in s["tiering"]}
     assert set(rows) == {("vanilla", False), ("none", False), ("mtcopy-2", False),
                          ("vanilla", True), ("mtcopy-2", True)}
@@ -36,10 +36,10 @@ def test_tiering_rows_ratios_per_round_and_shares():
     assert rows[("mtcopy-2", True)]["ratio_median"] == 0.5   # against vanilla with the hog
     assert m["kswapd_share"] == 0.1 and m["app_share"] == 0.8 and m["app_sys_share"] == 0.2
     assert s["tiering_idle"] == [] and s["measurements_by_mode"]["tiering"] == 15
-    text = "\n".join(br.text_tables(s))
+    text = "\n".join(report.text_tables(s))
     assert "== tiering: a working set of 384 MiB on a fast node with 256 MiB free" in text
     assert "mtcopy-2   hog=no  n=3 touched 300/s 1.50x [1.50..1.50] vs none 1.50x" in text
-    md = "\n".join(br.markdown_tables(s))
+    md = "\n".join(report.markdown_tables(s))
     assert "| mtcopy-2 | yes | 3 | 50 | 0.50 [0.50..0.50] | - |" in md
     assert "| 10% | 80% (20%) | 1.50 | 1e+06 | 70% |" in md     # busy CPUs, hog rate
 
@@ -52,12 +52,12 @@ def test_tiering_without_migrations_fails_the_run():
             tier("patched", 0, "cpu", 90.0, hog=True, promoted=0),
             tier("patched", 0, "none", 90.0, hog=True, demoted=0, promoted=0,
                  demote_per_s=0, promote_per_s=0)]
-    s = br.summarize(recs)
+    s = report.summarize(recs)
     assert [(i["config"], i["hog"]) for i in s["tiering_idle"]] == [("none", False),
                                                                     ("cpu", False)]
     fails = cli._bench_failures({"records": recs}, s)
     assert any("2 tiering measurement(s) saw no demotion or no promotion" in f for f in fails)
-    text = "\n".join(br.text_tables(s))
+    text = "\n".join(report.text_tables(s))
     assert "NO TIERING in patched round 0 none hog=no" in text
     assert "hot on fast 70% (stalled: no migration either way)" in text
 
@@ -89,7 +89,7 @@ def test_merge_pairs_the_kth_run_of_each_variant(tmp_path):
     assert run["rounds"] == 2 and not run["problems"]
     assert [(h["variant"], h["round"]) for h in run["facts"]["host_runs"]] == \
         [("vanilla", 0), ("patched", 0), ("vanilla", 1), ("patched", 1)]
-    s = br.summarize(run["records"])
+    s = report.summarize(run["records"])
     row = next(r for r in s["throughput"] if r["config"] == "dcbm-4")
     assert row["ratio_min"] == 2.0 and row["ratio_max"] == 3.0   # 3/1 and 4/2
     lines = cli._facts_lines(run["facts"])
@@ -140,9 +140,9 @@ def test_deb_refuses_bad_input(tmp_path):
 
 def test_tiering_plot(tmp_path):
     pytest.importorskip("matplotlib")     # lab/setup.sh installs it
-    s = br.summarize([tier("vanilla", 0, "vanilla", 100.0), tier("patched", 0, "none", 90.0),
-                      tier("patched", 0, "none", 50.0, hog=True)])
-    assert tmp_path / "tiering.png" in br.plots(s, tmp_path)
+    s = report.summarize([tier("vanilla", 0, "vanilla", 100.0), tier("patched", 0, "none", 90.0),
+                          tier("patched", 0, "none", 50.0, hog=True)])
+    assert tmp_path / "tiering.png" in report.plots(s, tmp_path)
     assert (tmp_path / "tiering.png").stat().st_size > 1000
 
 
@@ -152,15 +152,15 @@ def test_tiering_asked_but_skipped_or_missing_fails():
             {"mode": "tiering", "config": "none", "variant": "patched", "round": 0,
              "skipped": True, "reason": "no memory tier below node 0's"},
             tier("patched", 0, "cpu", 90.0, hog=True, demoted=0, promoted=0)]
-    s = br.summarize(recs)
+    s = report.summarize(recs)
     fails = "\n".join(cli._bench_failures({"records": recs}, s))
     assert "tiering was asked for but not measured 2 time(s)" in fails
     assert "patched-r0 none: no memory tier below node 0's" in fails
     assert "vanilla-r0: no tiering record in this boot" in fails
     assert s["tiering_idle"] == []     # the hog run stalled: shown, not failed
     # tiering off (MO_TIER=0): nothing asked, nothing missing
-    assert br.summarize([{"mode": "run", "tier": 0, "variant": "vanilla",
-                          "round": 0}])["tiering_missing"] == []
+    assert report.summarize([{"mode": "run", "tier": 0, "variant": "vanilla",
+                              "round": 0}])["tiering_missing"] == []
 
 
 def test_merge_refuses_different_settings_and_counts_each_dir_once(tmp_path):
