@@ -4,7 +4,10 @@
 #
 #   mo.run=a,b,c     suites to run, in order
 #   mo.args=ARGS     arguments for every suite (quote with "..." for spaces)
-#   mo.shell=1       start a shell on the console instead of powering off
+#   mo.shell=1       a shell on the console (make shell): at once, no suites,
+#                    without mo.run; after the suites with it. Leaving it
+#                    powers off, after @@MO-SHELL-EXIT rc=<its exit status>
+#   mo.tty=COLSxROWS the size of the terminal the shell is used from
 #
 #   @@MO-BEGIN <suite>  ... TAP ...  @@MO-END <suite> rc=<exit code> t=<secs>
 #   @@MO-FILE-BEGIN <name> ... base64 ... @@MO-FILE-END <name> size=.. sha256=..
@@ -72,6 +75,29 @@ thp_restore() {
 	done
 }
 
+# The shell of mo.shell=1, as root on the console with the lab's programs
+# on PATH; returns when it exits. The lab (lab/molab/shell.py) feeds piped
+# commands after each prompt it sees: PS1 and PS2 are what it looks for.
+mo_shell() {
+	MO_OUTDIR=/tmp/mo-out/shell
+	mkdir -p "$MO_OUTDIR"
+	export MO_OUTDIR PATH="/opt/mo:/opt/mo/suites:/opt/mo/selftests:$PATH"
+	export PS1='mo-guest:\w# ' PS2='mo-guest:> '
+	# A serial line has no size: busybox would assume 80x24.
+	size=$(param 'mo\.tty')
+	case "$size" in
+	[0-9]*x[0-9]*) stty cols "${size%x*}" rows "${size#*x}" 2>/dev/null ;;
+	esac
+	echo "molab shell: suites (/opt/mo/suites) and programs (/opt/mo," \
+		"/opt/mo/selftests) on PATH, helpers: . /opt/mo/lib/mo_lib.sh," \
+		"files to the host: mo-sendfile FILE; exit or Ctrl-D powers off"
+	cd /root 2>/dev/null || cd /
+	# cttyhack: the console as controlling tty, so that Ctrl-C reaches
+	# the command (setsid: a session of its own to hold it).
+	setsid cttyhack sh
+	echo "@@MO-SHELL-EXIT rc=$?"
+}
+
 MO_RUN=$(param 'mo\.run')
 MO_ARGS=$(param 'mo\.args')
 MO_SHELL=$(param 'mo\.shell')
@@ -81,6 +107,11 @@ MO_SCOPE=$(param 'mo\.scope')
 export MO_ARGS MO_SCOPE="${MO_SCOPE:-full}"
 
 echo "molab guest: kernel $(uname -r), $(nproc) cpus, nodes: $(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's,.*/node,,' | tr '\n' ' ')"
+if [ "$MO_SHELL" = 1 ] && [ -z "$MO_RUN" ]; then
+	mo_shell
+	sync
+	poweroff -f
+fi
 echo "molab guest: suites '$MO_RUN' args '$MO_ARGS' scope $MO_SCOPE"
 state start
 THP0=$(thp_state)
@@ -131,7 +162,7 @@ state end $kml
 
 echo "@@MO-DONE"
 if [ "$MO_SHELL" = 1 ]; then
-	setsid cttyhack sh
+	mo_shell
 fi
 sync
 poweroff -f
