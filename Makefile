@@ -2,7 +2,7 @@
 # Variables: KSRC=/path (existing 6.12 tree), FLAVOUR=debug|perf,
 # VARIANT=patched|vanilla, SUITES=a,b, SCOPE=ci|full (make test), ACCEL=single|multi|kvm|auto, SMP=n,
 # RESET=1 (make tree), BASE_COMMIT=sha (make export), ARGS=... (make boot),
-# V=1 (echo the guest console),
+# BUILD=1 TIMEOUT=s (make shell), V=1 (echo the guest console),
 # BREAK=patch (make test: the series plus a breaking patch; must fail).
 
 PYTHON ?= python3
@@ -13,7 +13,7 @@ KOPTS = $(call opt,KSRC,--ksrc) $(call opt,FLAVOUR,--flavour)
 VOPTS = $(call opt,VARIANT,--variant)
 BOPTS = $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) $(if $(V),--verbose)
 
-.PHONY: help tree export kernel initramfs boot test test-full check check-each bench unit \
+.PHONY: help tree export kernel initramfs boot shell test test-full check check-each bench unit \
 	host-bench host-report deb test-kit
 .DEFAULT_GOAL := help
 
@@ -23,6 +23,7 @@ help:
 	@echo "make kernel             build VARIANT (patched) FLAVOUR (debug) into build/out/"
 	@echo "make initramfs          pack the guest for that kernel"
 	@echo "make boot SUITES=a,b    boot it in QEMU and run suites"
+	@echo "make shell [BUILD=1] [TIMEOUT=s]  boot it into a shell here (piped: run those commands)"
 	@echo "make test               setup, unit tests, build, boot, the CI scope of the suites"
 	@echo "make test BREAK=p.patch the same on the series + a breaking patch (must fail)"
 	@echo "make test-full          every suite whole (full scope) on debug, then the ci scope on kasan"
@@ -49,6 +50,11 @@ initramfs:
 
 boot:
 	$(MOLAB) boot $(VOPTS) $(KOPTS) $(BOPTS) $(call opt,SUITES,--suites) $(call opt,ARGS,--args)
+
+# A shell in the guest of make boot; BUILD=1 builds what is missing first.
+shell:
+	$(MOLAB) shell $(VOPTS) $(KOPTS) $(call opt,ACCEL,--accel) $(call opt,SMP,--smp) \
+		$(call opt,TIMEOUT,--timeout) $(if $(filter 1 yes y,$(BUILD)),--build)
 
 test:
 	$(MOLAB) test $(KOPTS) $(BOPTS) $(call opt,SCOPE,--scope) $(call opt,SUITES,--suites) \

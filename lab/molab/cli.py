@@ -149,6 +149,21 @@ def build_parser():
             s.add_argument("suite", help="suite to run")
             s.add_argument("suite_args", nargs=argparse.REMAINDER, help="its arguments")
 
+    s = sub.add_parser("shell", help="boot the kernel built last (as boot does) into a shell "
+                                     "on this terminal; piped commands run one per prompt")
+    _add_kernel_opts(s)
+    s.add_argument("--accel", choices=qemu.ACCELS, default=os.environ.get("ACCEL") or "single",
+                   help="single/multi-threaded TCG, kvm (probed first) or auto")
+    s.add_argument("--smp", type=int, default=os.environ.get("SMP") or None,
+                   help=f"guest CPUs (default {TEST_SMP}, as make test)")
+    s.add_argument("--timeout", type=float, default=None,
+                   help="stop the guest after this many seconds (default: none from a "
+                        "terminal, 3600 with piped input)")
+    s.add_argument("--append", action="append", default=[], help="extra kernel command line words")
+    s.add_argument("--build", action="store_true",
+                   help="build what is missing (the kernel, the initramfs) instead of refusing; "
+                        "never over the other flavour")
+
     s = sub.add_parser("test", help="setup, unit tests, tree, build, initramfs, boot + suites")
     _add_kernel_opts(s, variant=False)
     _add_boot_opts(s)
@@ -302,6 +317,18 @@ def cmd_boot(a):
     qemu.print_summary(res)
     say(f"boot: {fmt_secs(res.seconds)}")
     return EXIT_OK if res.ok else EXIT_FAIL
+
+
+def cmd_shell(a):
+    """make shell: the guest of make boot, on the same QEMU command line
+    as make test's boot, running a shell instead of suites (shell.py)."""
+    from types import SimpleNamespace
+    from . import shell
+    kb = shell.find_build(a.variant, a.flavour, a.ksrc, build=a.build)
+    boot = SimpleNamespace(kernel=None, initrd=None, accel=a.accel, smp=a.smp,
+                           timeout=a.timeout or 0, idle_timeout=0, append=a.append,
+                           label="shell", verbose=False)
+    return shell.run(_boot_spec(boot, kb, [], "", "shell", smp=TEST_SMP), timeout=a.timeout)
 
 
 def run_setup():
@@ -814,7 +841,7 @@ def cmd_host_report(a):
 
 COMMANDS = {"tree": cmd_tree, "export": cmd_export, "kernel": cmd_kernel,
             "initramfs": cmd_initramfs, "boot": cmd_boot, "run": cmd_boot, "test": cmd_test,
-            "check": cmd_check, "report": cmd_report, "bench": cmd_bench,
+            "check": cmd_check, "report": cmd_report, "bench": cmd_bench, "shell": cmd_shell,
             "host-bench": cmd_host_bench, "host-report": cmd_host_report, "deb": cmd_deb,
             "kit-test": cmd_kit_test}
 
