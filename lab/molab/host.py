@@ -47,7 +47,7 @@ def build_mo_bench(outdir):
                            "numactl-devel), then run again")
     outdir.mkdir(parents=True, exist_ok=True)
     exe = outdir / "mo_bench"
-    srcs = [GUEST / "mo_bench.c", GUEST / "lib" / "mo_state.c"]
+    srcs = [*sorted((GUEST / "mo_bench").glob("*.c")), GUEST / "lib" / "mo_state.c"]
     run(["cc", "-O2", "-Wall", "-o", str(exe), *map(str, srcs),
          "-lnuma", "-lpthread", "-lm"], cwd=GUEST, what="building mo_bench",
         hint="see the compiler's message above")
