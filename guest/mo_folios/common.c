@@ -41,7 +41,7 @@ void fail(const char *fmt, ...)
 
 /* Number of bad bytes; reports the first (a bounded number of times). */
 size_t check(const void *p, size_t base, size_t len, uint64_t seed,
-		    const char *fmt, ...)
+	     const char *fmt, ...)
 {
 	struct mo_bad first = { 0 };
 	size_t bad = mo_pattern_verify(p, base, len, seed, &first);
@@ -213,7 +213,7 @@ size_t query(uint8_t *p, size_t n, int node, int *where)
  * Returns the pages on @node, their nodes in @where, the calls in @calls.
  */
 size_t move_range(uint8_t *p, size_t n, int node, int flags, int *where,
-			 int *calls, int max_calls)
+		  int *calls, int max_calls)
 {
 	void **pages = page_ptrs(p, n);
 	int *nodev = malloc(n * sizeof(*nodev));
@@ -261,7 +261,7 @@ void place(uint8_t *p, size_t len, int flags)
  * node cannot have kept its frame.
  */
 struct moved measured_move(uint8_t *p, size_t len, int node, int flags,
-				  const char *sfx)
+			   const char *sfx)
 {
 	size_t n = len / page_size, i, kept = 0;
 	int *before = malloc(n * sizeof(*before)), *after = malloc(n * sizeof(*after));
