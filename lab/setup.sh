@@ -27,7 +27,7 @@ EOS
 fi
 PKGS="make build-essential flex bison bc libelf-dev libssl-dev ccache cpio busybox-static
       libnuma-dev kmod xz-utils git rsync python3 python3-pytest python3-matplotlib
-      python3-ply python3-git gcc-aarch64-linux-gnu xfsprogs e2fsprogs
+      python3-scipy python3-ply python3-git gcc-aarch64-linux-gnu xfsprogs e2fsprogs
       linux-source-6.12"
 missing=
 for p in $PKGS; do
@@ -57,10 +57,10 @@ qv=$(qemu_version)
 		"remove the older QEMU from PATH or install qemu-system-x86 from bookworm-backports"
 # The python3 on PATH may not be Debian's (pyenv): make sure the one the lab
 # and checkpatch's spdxcheck.py run has what they import.
-if ! python3 -c 'import ply, git, pytest, matplotlib' 2>/dev/null; then
-	{ python3 -m pip install -q ply GitPython pytest matplotlib 2>/dev/null ||
-	  python3 -m pip install -q --break-system-packages ply GitPython pytest matplotlib; } ||
-		die "the python3 on PATH ($(command -v python3)) lacks ply/GitPython/pytest/matplotlib and pip could not install them" \
+if ! python3 -c 'import ply, git, pytest, matplotlib, scipy' 2>/dev/null; then
+	{ python3 -m pip install -q ply GitPython pytest matplotlib scipy 2>/dev/null ||
+	  python3 -m pip install -q --break-system-packages ply GitPython pytest matplotlib scipy; } ||
+		die "the python3 on PATH ($(command -v python3)) lacks ply/GitPython/pytest/matplotlib/scipy and pip could not install them" \
 			"put Debian's /usr/bin/python3 first in PATH"
 fi
 [ -r /usr/src/linux-source-6.12.tar.xz ] ||

@@ -555,6 +555,8 @@ def cmd_bench(a):
     timer = Timer()
     with timer.step("setup"):
         run_setup()      # a failed setup stops the bench with its reason
+    # The report's p column needs scipy: say so now, not after an hour of boots.
+    report.require_scipy()
     with timer.step("tree"):
         tree.ensure_tree(a.ksrc, match_series=True)
     with timer.step("build"):
@@ -656,6 +658,10 @@ def _bench_outputs(top, run):
     report.txt, report.md, plots; print the tables. Returns the summary."""
     import json
     from . import report
+    # The records first: a failure while summarizing or rendering loses
+    # nothing ('bench --rerender DIR' redoes the rest from them).
+    (top / "bench.json").write_text(json.dumps({k: v for k, v in run.items() if k != "summary"},
+                                               indent=1) + "\n")
     summary = report.summarize(run["records"])
     run = {**run, "summary": summary}
     (top / "bench.json").write_text(json.dumps(run, indent=1) + "\n")

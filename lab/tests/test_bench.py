@@ -130,7 +130,7 @@ def test_rerender_of_an_old_bench_json(tmp_path):
     assert "dcbm-4 (patched, round 0)" in text
     assert "(goal >= 1.5x: met)" in text
     md = (tmp_path / "report.md").read_text()
-    assert "| mtcopy-2 | 1.60 [1.60..1.60] / 1.60 [1.60..1.60] |" in md
+    assert "| mtcopy-2 | 1.60 [1.60..1.60] p 0.19 / 1.60 [1.60..1.60] p 0.19 |" in md
     summary = json.loads((tmp_path / "bench.json").read_text())["summary"]
     assert summary["goals"][0]["verdict"] == "met"
 

@@ -67,8 +67,8 @@ def test_markdown_tables():
     md = report.markdown_tables(report.summarize(recs))
     assert "| config | 4K | 2048K |" in md
     assert "| vanilla | 1.500 +- 0.707 | 1.500 +- 0.707 |" in md
-    assert "| mtcopy-2 | - | 3.00 [3.00..3.00] / 3.00 [3.00..3.00] |" in md
-    assert "| none | 1.00 [1.00..1.00] | 1.00 [1.00..1.00] |" in md
+    assert "| mtcopy-2 | - | 3.00 [3.00..3.00] p 0.33 / 3.00 [3.00..3.00] p 0.33 |" in md
+    assert "| none | 1.00 [1.00..1.00] p 1 | 1.00 [1.00..1.00] p 1 |" in md
     assert md[-1].startswith("- ") and "goal >= 0.97x" not in md[-1]
 
 
@@ -133,7 +133,7 @@ def test_vs_none_in_every_table_with_vs_vanilla():
     assert "vs none 2.00x [2.00..2.00]" in [ln for ln in report.text_tables(s)
                                              if ln.startswith("mtcopy-2   hog=no")][0]
     md = report.markdown_tables(s)
-    assert "| cpu | 0.75 [0.50..1.00] / 0.75 [0.50..1.00] |" in md
+    assert "| cpu | 0.75 [0.50..1.00] p 1 / 0.75 [0.50..1.00] p 1 |" in md
     assert any(ln.startswith("| config | hog | n | wall s |") and "vs none" in ln for ln in md)
     assert any(ln.startswith("| mtcopy-2 | no |") and "2.00 [2.00..2.00] | 2.00 [2.00..2.00]"
                in ln for ln in md)

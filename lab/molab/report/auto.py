@@ -7,7 +7,7 @@ import statistics
 from .records import FOLIO_SHARE_LOW, NONE, VANILLA, config_of, moved_gbps, usable
 from .split import is_split
 from .stats import (AUTO_NOISE_MAX, folio_share_min, median_spread, per_round, range_verdict,
-                    ratio_stats, reps_by_round)
+                    ratio_stats, samples_by)
 
 AUTO = "auto"
 
@@ -28,7 +28,7 @@ def auto_rows(records):
         # auto's data corrupted in a cell: that cell is missed, whatever the speed
         corrupt = {keyf(r) for r in recs if config_of(r) == AUTO and (r.get("bad_bytes") or 0) > 0}
         per = per_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
-        reps = reps_by_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
+        reps = samples_by(recs, lambda r: (config_of(r), keyf(r), r["round"]), moved_gbps)
         # every cell a fixed configuration measured: one auto lacks is inconclusive
         for cell in sorted({keyf(r) for r in recs},
                            key=lambda c: tuple(x or 0 for x in c)):
@@ -93,7 +93,7 @@ def hog_rows(records):
         return (r.get("folio_kb"), r.get("to"))
     recs = [r for r in hogrecs if usable(r, "tput_hog") and hog_verified(r)]
     per = per_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
-    reps = reps_by_round(recs, lambda r: (config_of(r), keyf(r)), moved_gbps)
+    reps = samples_by(recs, lambda r: (config_of(r), keyf(r), r["round"]), moved_gbps)
     corrupt = {keyf(r) for r in recs if config_of(r) == AUTO and (r.get("bad_bytes") or 0) > 0}
     out = []
     for cell in sorted({keyf(r) for r in hogrecs}, key=lambda c: tuple(x or 0 for x in c)):

@@ -19,13 +19,26 @@ def ratio_cell(r, prefix="ratio_", sep="x "):
     return f"{m:.2f}{sep}{span(r.get(prefix + 'min'), r.get(prefix + 'max'))}"
 
 
+def p_text(p):
+    """A p-value in two significant digits ('0.0022', '0.31', '1'), '-' if none."""
+    return "-" if p is None else f"{p:.2g}"
+
+
+def with_p(text, r, prefix):
+    """text, then ' p 0.0022' when the row has a p-value for that ratio."""
+    p = r.get(prefix + "p")
+    return text if p is None else f"{text} p {p_text(p)}"
+
+
 def ratios_text(r, always=False):
-    """' 1.20x [..] vs none 1.10x [..]': a text row's ratio against vanilla
-    (left out when there is none, unless ``always``: then '-') and against
-    none in the same boot (left out when there is none)."""
-    out = f" {ratio_cell(r)}" if always or r.get("ratio_median") is not None else ""
+    """' 1.20x [..] p 0.31 vs none 1.10x [..] p 0.0022': a text row's ratio
+    against vanilla (left out when there is none, unless ``always``: then
+    '-') and against none in the same boot (left out when there is none),
+    each with its p-value where the row has one."""
+    out = f" {with_p(ratio_cell(r), r, 'ratio_')}" \
+        if always or r.get("ratio_median") is not None else ""
     if r.get("vs_none_median") is not None:
-        out += f" vs none {ratio_cell(r, 'vs_none_')}"
+        out += f" vs none {with_p(ratio_cell(r, 'vs_none_'), r, 'vs_none_')}"
     return out
 
 

@@ -9,7 +9,7 @@ from .alias import aliased, two_aliased
 from .fmt import kb_label, num, span
 from .records import FOLIO_SHARE_LOW, config_of, moved_gbps, usable
 from .stats import (AUTO_NOISE_MAX, folio_share_min, median_spread, overall, per_round,
-                    ratio_stats, reps_by_round)
+                    ratio_stats, samples_by)
 
 SPLIT = "split"
 SPLIT_RIVALS = ("cpu", "dcbm-4")
@@ -50,7 +50,7 @@ def split_rows(records):
     counts = [r for r in records if r.get("mode") == "splits"
               and (r.get("config") or SPLIT) == SPLIT]
     per = per_round(recs, lambda r: (config_of(r), r.get("to")), moved_gbps)
-    reps = reps_by_round(recs, lambda r: (config_of(r), r.get("to")), moved_gbps)
+    reps = samples_by(recs, lambda r: (config_of(r), r.get("to"), r["round"]), moved_gbps)
     out = []
     for to in sorted({r.get("to") for r in recs if config_of(r) == SPLIT}, key=lambda t: t or 0):
         noise = median_spread(v for (c, t, _), v in reps.items() if t == to)

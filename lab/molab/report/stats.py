@@ -59,15 +59,15 @@ def per_round(records, key, value="gbps"):
     return {k: {rnd: statistics.median(vs) for rnd, vs in d.items()} for k, d in acc.items()}
 
 
-def reps_by_round(records, key, value):
-    """{(*key(rec), round): [value of each repetition]}: the repetitions of
-    a configuration's cell within one round, for their spread."""
-    reps = defaultdict(list)
+def samples_by(records, key, value):
+    """{key(rec): [value of each record]}: the per-repetition samples
+    (a key with the round in it: the repetitions within one round)."""
+    samples = defaultdict(list)
     for r in records:
         v = value(r)
         if isinstance(v, (int, float)):
-            reps[(*key(r), r["round"])].append(v)
-    return reps
+            samples[key(r)].append(v)
+    return samples
 
 
 def median_range(values):

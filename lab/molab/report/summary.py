@@ -14,6 +14,7 @@ from .goals import goal_verdicts
 from .latency import latency_rows
 from .profile import profile_rows
 from .records import MEASURED, usable
+from .significance import p_floors
 from .split import split_rows, split_sizes
 from .tiering import tiering_missing, tiering_rows
 from .tput import memcpy_summary, throughput_rows
@@ -55,6 +56,10 @@ def summarize(records):
            "measurements_by_mode": {m: n for m, n in by_mode.items() if n},
            "skipped": sum(1 for r in records if r.get("skipped")),
            "records_with_bad_bytes": bad, "records": len(records)}
+    # The smallest p each table's sample sizes allow (its p column's legend).
+    out["p_floors"] = {
+        "throughput": p_floors(out["throughput"], lambda r: (r["folio_kb"], r["to"])),
+        "count": p_floors(out["count"], lambda r: (r["folios"],))}
     # The workqueue scope each boot ran with (run_bench sets it in a VM):
     # boots with different scopes are not comparable.
     out["wq_scopes"] = sorted({r.get("wq_scope") or "unrecorded"
