@@ -212,12 +212,18 @@ import pytest as _pytest
 _BB = _shutil.which("busybox")
 
 
+def _bench_sources():
+    """run_bench.sh and the lib_*.sh it sources, as one text."""
+    bench = Path(__file__).resolve().parents[2] / "guest/bench"
+    return "".join(p.read_text() for p in sorted(bench.glob("*.sh")))
+
+
 def _profile(tmp_path, trace, tput, workqueue=False):
     """Run profile_one from run_bench.sh under busybox sh against a stub
     tracefs whose trace file is ``trace`` and a stub mo_bench printing
     ``tput``; returns (FAILED, the profile line, the human lines)."""
     from pathlib import Path
-    src = (Path(__file__).resolve().parents[2] / "guest/bench/run_bench.sh").read_text()
+    src = _bench_sources()
     jv = _re.search(r"^AWK_JV='[^']*'", src, _re.M).group(0)
     fn = _re.search(r"^profile_one\(\) \{.*?^\}", src, _re.S | _re.M).group(0)
     tr = tmp_path / "tr"
@@ -339,7 +345,7 @@ def _auto_choices(tmp_path, model, rep=""):
     """auto_choices from run_bench.sh under busybox sh against a stub
     debugfs auto_model; returns the JSON records it printed."""
     from pathlib import Path
-    src = (Path(__file__).resolve().parents[2] / "guest/bench/run_bench.sh").read_text()
+    src = _bench_sources()
     fn = _re.search(r"^auto_choices\(\) \{.*?^\}", src, _re.S | _re.M).group(0)
     js = _re.search(r"^json_str\(\) \{.*?^\}", src, _re.S | _re.M).group(0)
     (tmp_path / "auto_model").write_text(model)
