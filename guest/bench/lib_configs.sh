@@ -170,13 +170,22 @@ use() {
 	return 1
 }
 
+# bench_configs: the configurations the bench runs by default, the
+# "bench:" line of lib/engines.list (lab/molab/matrix.py reads the same
+# line as BENCH_CONFIGS), read as mo_lib.sh's reason_engines reads a scope.
+bench_configs() { sed -n 's/[ 	]*#.*//; s/^bench: *//p' "$ENGINE_LIST" 2>/dev/null; }
+
 # settings_take: the variant, the configurations to run and those that
 # also run compaction; the settings the run changes saved for put_back,
 # the engine and reasons set for the run.
 settings_take() {
 	if [ -d $MO ]; then
 		VARIANT=patched
-		CONFS=$(echo "${MO_ENGINES:-none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split,split-1}" | tr ',' ' ')
+		CONFS=$(echo "${MO_ENGINES:-$(bench_configs)}" | tr ',' ' ')
+		if [ -z "$CONFS" ]; then
+			echo "# bench: no configuration: MO_ENGINES unset and no \"bench:\" line in $ENGINE_LIST"
+			FAILED=$((FAILED + 1))
+		fi
 		COMPACT=$(echo "${MO_COMPACT:-none,cpu,dcbm-4,auto}" | tr ',' ' ')
 		# put back at the end (and on INT/TERM): a real machine keeps its own
 		OLD_ENGINE=$(engine_active) OLD_REASONS=$(cat $MO/reasons)

@@ -22,9 +22,8 @@
 #                        and latency run them interleaved: one repetition
 #                        of every configuration, then the next
 #   MO_SIZE_MB=N         tput/memcpy buffer in MiB (64)
-#   MO_ENGINES=a,b,...   configurations (patched default:
-#                        none,cpu,mtcopy-1,mtcopy-2,dcbm-1,dcbm-4,auto,split,
-#                        split-1;
+#   MO_ENGINES=a,b,...   configurations (patched default: the "bench:" line
+#                        of lib/engines.list, which the lab reads too;
 #                        auto: the per-batch choice among the CPU,
 #                        mtcopy with 2 threads and dcbm with 4 channels;
 #                        split: auto with dcbm (4 channels) alone and
@@ -112,6 +111,8 @@ MO=/sys/kernel/mm/migrate_offload
 MODBG=/sys/kernel/debug/migrate_offload
 MODDIR=/lib/modules/$(uname -r)/kernel
 HERE=$(cd "$(dirname "$0")" && pwd)
+# lib/ beside bench/ (a checkout) and beside suites/ (the guest)
+ENGINE_LIST=$HERE/../lib/engines.list
 # The suite's functions, bench/lib_*.sh: beside this file in a checkout
 # (guest/bench/), in bench/ beside suites/ in the guest (guest/Makefile
 # installs this file as suites/bench): $HERE/../bench is both.

@@ -32,7 +32,8 @@ ENGINE_LIST = GUEST / "lib" / "engines.list"
 
 
 def scope_engines(path=ENGINE_LIST):
-    """{scope: (engine, ...)} from guest/lib/engines.list ('scope: e1 e2')."""
+    """{name: (engine, ...)} from guest/lib/engines.list ('name: e1 e2'):
+    the test scopes and the bench's line."""
     out = {}
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
@@ -45,7 +46,11 @@ def scope_engines(path=ENGINE_LIST):
 REASONS = ("compaction", "memory_failure", "memory_hotplug", "syscall_or_cpuset",
            "mempolicy_mbind", "numa_misplaced", "contig_range", "longterm_pin",
            "demotion", "damon")
-SCOPES = scope_engines()
+_LISTS = scope_engines()
+# "bench:" names the bench's default configurations (guest/bench reads the
+# same line), not a test scope.
+BENCH_CONFIGS = _LISTS["bench"]
+SCOPES = {scope: engines for scope, engines in _LISTS.items() if scope != "bench"}
 ENGINES = SCOPES["full"]      # every engine the suites know
 
 LINE_RE = re.compile(r"@@MO-(ROW|BYTES)((?:[ \t]+[a-z_]+=\S*)+)[ \t]*$")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lab.molab import matrix
 from lab.molab.util import GUEST
 
 BUSYBOX = shutil.which("busybox")
@@ -161,7 +162,8 @@ def run_suite(tmp_path, args=(), env=None, src=GUEST, **fake):
 
 SMALL = {"MO_FOLIO": "4,2048", "MO_REPS": "1", "MO_COUNT": "1,8", "MO_LAT_PAGES": "1",
          "MO_LAT_FOLIOS": "1"}
-CONFIGS = ("none", "cpu", "mtcopy-1", "mtcopy-2", "dcbm-1", "dcbm-4", "auto", "split", "split-1")
+# The bench's configurations as the lab reads them (guest/lib/engines.list)
+CONFIGS = matrix.BENCH_CONFIGS
 
 
 @pytest.fixture(scope="module")
@@ -178,10 +180,12 @@ def test_every_part_runs_and_the_machine_is_put_back(whole_run):
     assert modes >= {"run", "config", "memcpy", "alias", "tput", "tiering", "count", "latency",
                      "compaction", "profile", "splits", "auto_choice", "auto_split_model",
                      "part"}, modes
+    # the guest ran the configurations the lab reads as the bench's
     cfg = [(r["config"], r["absent"]) for r in recs if r["mode"] == "config"]
     assert cfg == [(c, False) for c in CONFIGS]
     [run] = [r for r in recs if r["mode"] == "run"]
     assert run["configs"] == ",".join(CONFIGS) and run["variant"] == "patched"
+    assert {"none", "auto", "split"} <= set(CONFIGS)
     assert run["wq_scope"] == "system" and run["reasons"] == "all"
     # every configuration to both targets; under the hog: none, mtcopy-2, auto
     tput = {(r["config"], r["to"], r.get("hog", False)) for r in recs if r["mode"] == "tput"}
@@ -274,3 +278,41 @@ def test_summary_of_a_saved_file_from_either_layout(tmp_path, whole_run):
     r = subprocess.run([BUSYBOX, "sh", str(GUEST / "bench/run_bench.sh"), "--summary",
                         str(tmp_path / "nothing")], capture_output=True, text=True)
     assert r.returncode == 2 and "nothing: no such file" in r.stderr
+
+
+def _with_engine_list(tmp_path, text):
+    src = tmp_path / "guest"
+    shutil.copytree(GUEST / "bench", src / "bench")
+    (src / "lib").mkdir()
+    (src / "lib" / "engines.list").write_text(text)
+    return src
+
+
+QUICK = {**SMALL, "MO_BENCH": "quick", "MO_TIER": "0", "MO_PROFILE": "0", "MO_HOG": "0"}
+
+
+@pytest.mark.parametrize("text", [
+    "ci: mtcopy\nbench: cpu mtcopy-2\n",
+    "# bench: none\nbench:\tcpu  dcbm-4   # the two that matter\nfull: none cpu\n",
+    "bench: auto split-1 \n",
+])
+def test_the_guest_and_the_lab_read_the_bench_line_alike(tmp_path, text):
+    src = _with_engine_list(tmp_path, text)
+    want = matrix.scope_engines(src / "lib" / "engines.list")["bench"]
+    rc, out, err, recs, _ = run_suite(tmp_path / "run", env=QUICK, src=src)
+    assert rc == 0, out + err
+    [run] = [r for r in recs if r["mode"] == "run"]
+    assert tuple(run["configs"].split(",")) == want
+    assert tuple(r["config"] for r in recs if r["mode"] == "config") == want
+    # MO_ENGINES still chooses
+    rc, out, _, recs, _ = run_suite(tmp_path / "run2", env={**QUICK, "MO_ENGINES": "none,cpu"},
+                                    src=src)
+    assert [r["configs"] for r in recs if r["mode"] == "run"] == ["none,cpu"]
+
+
+def test_no_bench_line_fails_the_run(tmp_path):
+    src = _with_engine_list(tmp_path, "ci: mtcopy dcbm\n")
+    rc, out, _, recs, _ = run_suite(tmp_path / "run", env=QUICK, src=src)
+    assert rc == 1 and "\nnot ok 1 bench\n" in out
+    assert ('# bench: no configuration: MO_ENGINES unset and no "bench:" line in '
+            f"{tmp_path}/run/kit/bench/../lib/engines.list") in out
