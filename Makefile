@@ -30,10 +30,11 @@ help:
 	@echo "make check              checkpatch + W=1 build of the touched code"
 	@echo "make check-each         build the kernel at every patch (perf config; slow)"
 	@echo "make unit               host unit tests of the lab only"
-	@echo "make bench [QUICK=1] [ROUNDS=n] [BENCH_ARGS='MO_SIZE_MB=256 MO_REPS=5']  vanilla vs patched"
+	@echo "make bench [PRESET=full|quick] [ROUNDS=n] [BENCH_ARGS='MO_SIZE_MB=256 MO_REPS=5']  vanilla vs patched"
+	@echo "                        (presets: guest/bench/presets/; QUICK=1 is PRESET=quick)"
 	@echo "make deb [VARIANT=patched|vanilla] [LSMOD=file]  Debian packages from Debian's own config"
 	@echo "make test-kit            make deb, boot it, run the host runner in it, host-report"
-	@echo "make host-bench [BENCH_ARGS=...]  on a real NUMA/CXL machine, as root: the bench here"
+	@echo "make host-bench [PRESET=hardware] [BENCH_ARGS=...]  on a real NUMA/CXL machine, as root: the bench here"
 	@echo "make host-report [RUNS='dir ...']  merge host-bench results (vanilla + patched)"
 
 tree:
@@ -80,8 +81,8 @@ unit:
 	$(PYTHON) -m pytest -q lab/tests
 
 bench:
-	$(MOLAB) bench $(if $(filter 1 yes y,$(QUICK)),--quick) $(call opt,ROUNDS,--rounds) \
-		$(call opt,BENCH_ARGS,--args) $(call opt,KSRC,--ksrc)
+	$(MOLAB) bench $(if $(filter 1 yes y,$(QUICK)),--quick) $(call opt,PRESET,--preset) \
+		$(call opt,ROUNDS,--rounds) $(call opt,BENCH_ARGS,--args) $(call opt,KSRC,--ksrc)
 
 deb:
 	$(MOLAB) deb $(call opt,VARIANT,--variant) $(call opt,LSMOD,--lsmod) $(call opt,KSRC,--ksrc)
@@ -90,7 +91,7 @@ test-kit:
 	$(MOLAB) kit-test
 
 host-bench:
-	$(MOLAB) host-bench $(call opt,BENCH_ARGS,--args)
+	$(MOLAB) host-bench $(call opt,PRESET,--preset) $(call opt,BENCH_ARGS,--args)
 
 host-report:
 	$(MOLAB) host-report $(RUNS)

@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# host_bench.sh OUTDIR [MO_NAME=value ...]: the bench suite (run_bench.sh,
-# next to this file) on the machine it runs on, no VM: a real NUMA or CXL
-# machine booted into the vanilla kernel once and into the patched one once
-# ("make host-bench" from a checkout; the lab runs it inside its guest as if
-# that were the host). Writes OUTDIR/<host>-<variant>-<release>-<stamp>/:
+# host_bench.sh OUTDIR [--preset NAME] [MO_NAME=value ...]: the bench
+# suite (run_bench.sh, next to this file) on the machine it runs on, no VM:
+# a real NUMA or CXL machine booted into the vanilla kernel once and into
+# the patched one once ("make host-bench" from a checkout; the lab runs it
+# inside its guest as if that were the host). Writes
+# OUTDIR/<host>-<variant>-<release>-<stamp>/:
 #   bench.jsonl   the measurements (the same JSON lines as make bench)
 #   bench.log     what run_bench.sh printed
 #   facts.json    the machine: kernel, CPUs, memory nodes and tiers, DMA
@@ -17,32 +18,33 @@
 # The engines are the ones this machine has: dcbm runs over the memcpy-
 # capable dmaengine channels present (PTDMA, IOAT, DSA with a configured
 # work queue, ...); swdma, the lab's software DMA engine, is never loaded
-# here (MO_HOST=1). Defaults differ from the lab's, for real hardware
-# (MO_*=value arguments override them; see run_bench.sh for all):
-#   MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3   bigger buffers, more repetitions
-#   MO_TO=<nodes>     up to two other memory nodes: the nearest in node 0's
-#                     tier, the nearest in a lower tier (SLIT distance)
-#   MO_TPUT_CPU=<cpu> the mover of tput and count pinned to node 0's first
-#                     CPU (on a 2-socket machine, where it runs decides
-#                     what a move crosses)
-#   MO_COMPACT=off    compaction fills a node: give MO_COMPACT=none,cpu,dcbm-4
-#                     MO_COMPACT_NODE=N for a node small enough
-#   MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30   tiering on node 0 with 2 GiB
-#                     left free (working set 3 GiB)
+# here (MO_HOST=1). The settings: those of bench preset NAME (presets/NAME,
+# read by preset.sh as make bench reads it; default hardware: bigger
+# buffers and more repetitions than the lab's, compaction off, this
+# machine's nodes), then the MO_*=value arguments, which override them
+# (run_bench.sh lists them all). The targets are this machine's whatever
+# the preset: MO_TO, up to two other memory nodes (the nearest in node 0's
+# tier, the nearest in a lower tier: SLIT distance), and MO_TPUT_CPU, node
+# 0's first CPU for the mover of tput and count (on a 2-socket machine,
+# where it runs decides what a move crosses), unless the arguments say.
 # MO_BENCH_BIN=path   mo_bench, if not next to this script's directory.
 # Exit status: run_bench.sh's (0 every measurement verified), 2 if it
 # cannot run here (not root, fewer than two memory nodes).
 
 set -u
-[ $# -ge 1 ] || { echo "usage: host_bench.sh OUTDIR [MO_NAME=value ...]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: host_bench.sh OUTDIR [--preset NAME] [MO_NAME=value ...]" >&2; exit 2; }
 OUTDIR=$1
 shift
+PRESET=hardware
+if [ "${1:-}" = --preset ]; then
+	PRESET=${2:-}
+	shift $(($# < 2 ? $# : 2))
+fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 RB=$HERE/run_bench.sh
 [ -f "$RB" ] || RB=$HERE/../suites/bench	# installed in the lab's guest
 fail() { echo "host_bench: $*" >&2; exit 2; }
 [ -f "$RB" ] || fail "run_bench.sh not found next to $0"
-[ "$(id -u)" = 0 ] || fail "run as root: it changes sysfs settings (and puts them back)"
 # The arguments first: a bad one changes nothing and writes nothing.
 for _a in "$@"; do
 	case $_a in
@@ -51,6 +53,9 @@ for _a in "$@"; do
 	*) fail "argument '$_a' is not MO_NAME=value" ;;
 	esac
 done
+# preset.sh reads the presets for make bench too (the one reader)
+_err=$(sh "$HERE/preset.sh" "$PRESET" 2>&1 >/dev/null) || fail "$_err"
+[ "$(id -u)" = 0 ] || fail "run as root: it changes sysfs settings (and puts them back)"
 
 # json_str TEXT: TEXT made safe for a JSON string.
 json_str() { printf '%s' "$1" | tr -d '"\\' | tr '\n\t' '  '; }
@@ -108,9 +113,10 @@ HOST=$(hostname 2>/dev/null || echo host)
 DIR=$OUTDIR/$HOST-$VARIANT-$(uname -r)-$STAMP
 mkdir -p "$DIR" || fail "cannot create $DIR"
 
-# Defaults for a real machine, then the caller's arguments (last wins).
+# The preset's settings with this machine's targets, then the caller's
+# arguments (last wins).
 CPU0=$(cut -d, -f1 "$NODE/node0/cpulist" | cut -d- -f1)
-ARGS="MO_BENCH=full MO_SIZE_MB=256 MO_REPS=3 MO_TO=$TO ${CPU0:+MO_TPUT_CPU=$CPU0 }MO_COMPACT=off MO_TIER_LEAVE_MB=2048 MO_TIER_SECONDS=30 $*"
+ARGS="$(sh "$HERE/preset.sh" --host "$PRESET" "$TO" "$CPU0") $*"
 case $(uname -r) in
 *-mo-vanilla|*-mo-patched) ;;
 *) echo "host_bench: warning: $(uname -r) is not a make deb kernel (-mo-vanilla, -mo-patched): a comparison needs both built from the same configuration" ;;
@@ -196,7 +202,7 @@ cat > "$DIR/facts.json" <<EOF
  "hostname":"$(json_str "$HOST")","cpu_model":"$(json_str "$CPU")","cpus":$(nproc),
  "nodes":$(nodes_json),"targets":"$TO","dma_channels":$(dma_json),
  "engines":"$(json_str "$(cat /sys/kernel/mm/migrate_offload/engine 2>/dev/null)")",
- "args":"$(json_str "$ARGS")","started":"$STAMP","seconds":$((T1S - T0S)),
+ "preset":"$PRESET","args":"$(json_str "$ARGS")","started":"$STAMP","seconds":$((T1S - T0S)),
  "lru_gen":"$(json_str "$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)")",
  "thp":"$(json_str "$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)")",
  "min_free_kbytes":"$(cat /proc/sys/vm/min_free_kbytes)",

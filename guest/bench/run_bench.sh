@@ -15,7 +15,8 @@
 # 10x and more under QEMU TCG, whose software TLB is direct-mapped), and
 # what two vCPUs copying half of every 2M period each gain over one.
 #
-# Arguments of the form MO_NAME=value (the lab's mo.args) become environment:
+# Arguments of the form MO_NAME=value (the lab's mo.args: a preset's,
+# presets/, then BENCH_ARGS) become environment, the last one winning:
 #   MO_BENCH=full|quick  quick: tput to node 1 only, 64 MiB, 2 reps, + memcpy
 #                        and a shorter tiering part
 #   MO_REPS=N            repetitions of each measurement (2); tput, count

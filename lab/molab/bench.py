@@ -17,12 +17,49 @@ failing; the attempts it replaced stay on the result (``.retried``) so that
 the report can list them with their findings.
 """
 
+import subprocess
 import time
 from pathlib import Path
 
 from . import initramfs, kernel, qemu
 from .console import STATUS_EMULATOR
-from .util import RESULTS, say, utc_stamp
+from .errors import LabError
+from .util import GUEST, RESULTS, say, utc_stamp
+
+# make bench's presets (PRESET=name): guest/bench/presets/<name>, read by
+# guest/bench/preset.sh alone, which make host-bench's runner runs too.
+PRESET_READER = GUEST / "bench" / "preset.sh"
+DEFAULT_PRESET = "full"
+DEFAULT_ROUNDS = 3
+
+
+def read_preset(name):
+    """(MO_*=value settings in the file's order, ROUNDS or None) of a preset;
+    LabError (one line: what preset.sh said) for an unknown name or a bad
+    file."""
+    r = subprocess.run(["sh", str(PRESET_READER), name], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise LabError(r.stderr.strip() or f"{PRESET_READER.name} {name} exited with "
+                       f"{r.returncode}", "a preset is a file of guest/bench/presets/")
+    settings, rounds = [], None
+    for line in r.stdout.split():
+        if line.startswith("ROUNDS="):
+            rounds = int(line[len("ROUNDS="):])
+        else:
+            settings.append(line)
+    return settings, rounds
+
+
+def vm_preset(name):
+    """read_preset for make bench, which refuses a preset for a real machine
+    (a value host_bench.sh fills from the machine: @targets, @cpu0)."""
+    settings, rounds = read_preset(name)
+    machine = [s for s in settings if s.partition("=")[2].startswith("@")]
+    if machine:
+        raise LabError(f"preset {name} is for a real machine ({', '.join(machine)}: "
+                       "host_bench.sh fills them from the machine's nodes)",
+                       f"run 'make host-bench PRESET={name}' on that machine")
+    return settings, rounds
 
 
 def prepare(variants=("vanilla", "patched"), flavour="perf", ksrc=None):

@@ -196,14 +196,22 @@ def build_parser():
                                      "run the bench suite, compare")
     s.add_argument("--ksrc", default=os.environ.get("KSRC") or None,
                    help="use this kernel tree instead of build/linux (env KSRC)")
-    s.add_argument("--quick", action="store_true", default=bool(os.environ.get("QUICK")),
-                   help="a few minutes: throughput to node 1 only, 64 MiB, 2 reps, 2 rounds "
-                        "(env QUICK=1)")
+    s.add_argument("--preset", default=None,
+                   help="the settings: guest/bench/presets/<PRESET>, full (the default) or "
+                        "quick (a few minutes: throughput to node 1 only, 2 rounds); "
+                        "hardware is make host-bench's")
+    # QUICK=0 must not mean quick: make passes its variables down as
+    # environment, whatever their value
+    s.add_argument("--quick", action="store_true",
+                   default=os.environ.get("QUICK", "") in ("1", "yes", "y"),
+                   help="the same as --preset quick (env QUICK=1)")
     s.add_argument("--rounds", type=int, default=None,
-                   help="boots of each kernel, alternating (default 3, quick 2)")
+                   help="boots of each kernel, alternating (default: the preset's ROUNDS, "
+                        "else 3)")
     s.add_argument("--args", default=os.environ.get("BENCH_ARGS", ""),
-                   help="extra MO_*=value settings for the guest's bench suite, e.g. "
-                        "'MO_SIZE_MB=256 MO_REPS=5' (see guest/bench/run_bench.sh)")
+                   help="extra MO_*=value settings for the guest's bench suite, after the "
+                        "preset's (which they override), e.g. 'MO_SIZE_MB=256 MO_REPS=5' "
+                        "(see guest/bench/run_bench.sh)")
     s.add_argument("--smp", type=int, default=2, help="guest CPUs (default 2)")
     s.add_argument("--rerender", metavar="DIR",
                    help="no boots: rebuild the tables and plots of an earlier run from its "
@@ -212,6 +220,9 @@ def build_parser():
     s = sub.add_parser("host-bench", help="on a real NUMA/CXL machine, as root: the bench "
                                           "suite on this host, no VM (once per kernel)")
     s.add_argument("--out", default=None, help="results under this directory (default build/host)")
+    s.add_argument("--preset", default="hardware",
+                   help="the settings: guest/bench/presets/<PRESET> (default hardware), read "
+                        "as make bench reads them, with this machine's nodes")
     s.add_argument("--args", default=os.environ.get("BENCH_ARGS", ""),
                    help="MO_*=value settings for the runner (guest/bench/host_bench.sh), "
                         "e.g. 'MO_REPS=5 MO_ENGINES=none,mtcopy-4,dcbm-4'")
@@ -544,14 +555,17 @@ def cmd_bench(a):
     from . import bench, report
     if a.rerender:
         return _bench_rerender(a)
-    rounds = a.rounds if a.rounds is not None else (2 if a.quick else 3)
+    # the preset first: a bad one stops the bench before anything is built
+    preset = a.preset or ("quick" if a.quick else bench.DEFAULT_PRESET)
+    if a.quick and preset != "quick":
+        raise LabError(f"QUICK=1 is PRESET=quick, and PRESET={preset} was given too",
+                       "give one of them")
+    settings, preset_rounds = bench.vm_preset(preset)
+    rounds = a.rounds if a.rounds is not None else (preset_rounds or bench.DEFAULT_ROUNDS)
     if rounds < 1:
         raise LabError(f"--rounds {rounds} is too small", "give 1 or more")
-    # NUMA balancing's scan periods at 100 ms for the tiering part: the
-    # kernel's (1 s delay and period, up to 60 s) would give a 10 s window
-    # of emulated time almost no hint faults. Overridable (BENCH_ARGS).
-    args = " ".join(x for x in (f"MO_BENCH={'quick' if a.quick else 'full'}",
-                                "MO_TIER_SCAN_MS=100", a.args) if x)
+    # the guest's suite exports them in order: BENCH_ARGS win
+    args = " ".join(x for x in (*settings, a.args) if x)
     timer = Timer()
     with timer.step("setup"):
         run_setup()      # a failed setup stops the bench with its reason
@@ -583,8 +597,8 @@ def cmd_bench(a):
             continue
         records += report.load_records(Path(f), variant, rnd)
     top = runs[0].results_dir.parent
-    run = {"facts": facts, "args": args, "rounds": rounds, "records": records,
-           "problems": problems, "boots": boots}
+    run = {"facts": facts, "preset": preset, "args": args, "rounds": rounds,
+           "records": records, "problems": problems, "boots": boots}
     summary = _bench_outputs(top, run)
     say(f"timings: {timer.report()}")
     return EXIT_FAIL if _bench_failures(run, summary) else EXIT_OK
@@ -726,8 +740,9 @@ def _bench_rerender(a):
 
 
 def cmd_host_bench(a):
-    from . import host
-    rc = host.host_bench(a.out, a.args)
+    from . import bench, host
+    bench.read_preset(a.preset)      # an unknown preset stops it before mo_bench is built
+    rc = host.host_bench(a.out, a.args, a.preset)
     # 2: host_bench.sh could not run here and said why in one line
     return EXIT_OK if rc == 0 else EXIT_ERROR if rc == 2 else EXIT_FAIL
 

@@ -54,8 +54,9 @@ def build_mo_bench(outdir):
     return exe
 
 
-def host_bench(outdir=None, args=""):
-    """Run the bench suite on this machine; returns host_bench.sh's exit status."""
+def host_bench(outdir=None, args="", preset=None):
+    """Run the bench suite on this machine with guest/bench/presets/<preset>
+    (host_bench.sh's default: hardware); returns host_bench.sh's exit status."""
     if os.geteuid() != 0:
         raise LabError("make host-bench needs root (it changes and restores sysfs "
                        "settings, loads the engine modules)", "run it as root")
@@ -66,7 +67,8 @@ def host_bench(outdir=None, args=""):
     env = dict(os.environ, MO_BENCH_BIN=str(exe), MO_KIT_COMMIT=commit)
     say(f"== host bench on {os.uname().nodename} ({os.uname().release}): results under "
         f"{rel(out)}")
-    cmd = ["sh", str(HOST_BENCH), str(out), *args.split()]
+    cmd = ["sh", str(HOST_BENCH), str(out), *(["--preset", preset] if preset else []),
+           *args.split()]
     return subprocess.run(cmd, env=env, cwd=ROOT).returncode
 
 

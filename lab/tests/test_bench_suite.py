@@ -4,161 +4,23 @@ by fixtures/mo_bench_stub.py, sysfs, procfs and the modules by a fake root
 (copies of the scripts have their /sys/, /proc/ and /lib/modules/ paths
 moved under it; nothing is left pointing at the real machine) and shell
 functions standing in for insmod, rmmod, modprobe, mount, dmesg, uname and
-nproc (busybox runs its own applets before any program on PATH).
+nproc (lab/tests/bench_harness.py).
 
 The suite runs from the checkout (as make host-bench runs it) and from the
 layout guest/Makefile installs (suites/bench, bench/lib_*.sh), which is
 what the guest runs."""
 
-import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from lab.molab import matrix
 from lab.molab.util import GUEST
+from lab.tests.bench_harness import BUSYBOX, run_suite
 
-BUSYBOX = shutil.which("busybox")
-STUB = Path(__file__).parent / "fixtures" / "mo_bench_stub.py"
 pytestmark = pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
-
-# Stand-ins for the commands that touch the kernel. The engine file of
-# sysfs reads back "[selected] others"; the fake one holds what was
-# written last, so the one sed that reads it reads it whole.
-STUBS = r'''
-insmod() { _n=$(basename "$1" .ko); shift; _stub_load "$_n" "$@"; }
-modprobe() {
-	case " $STUB_MODS " in *" $1 "*) _stub_load "$@" ;;
-	*) echo "modprobe: module $1 not found in modules.dep" >&2; return 1 ;; esac
-}
-_stub_load() {
-	mkdir -p "$FAKE/sys/module/$1/parameters"
-	case $1 in
-	mtcopy) echo 4 > "$FAKE/sys/module/mtcopy/parameters/threads" ;;
-	dcbm) echo 1 > "$FAKE/sys/module/dcbm/parameters/nr_chan" ;;
-	esac
-	echo "$1 16384 0 - Live 0x0" >> "$FAKE/proc/modules"
-	echo "stub: loaded $*" >> "$FAKE/log"
-}
-rmmod() {
-	rm -rf "$FAKE/sys/module/$1"
-	grep -v "^$1 " "$FAKE/proc/modules" > "$FAKE/proc/modules.new"
-	mv "$FAKE/proc/modules.new" "$FAKE/proc/modules"
-	echo "stub: unloaded $1" >> "$FAKE/log"
-}
-dmesg() { echo "[    1.000000] dcbm: not using swdma: a reason"; }
-mount() { echo "stub: mount $*" >> "$FAKE/log"; return 1; }
-uname() { [ "$1" = -r ] && echo 6.12.0-mo-stub || echo Linux; }
-nproc() { echo 2; }
-sed() {
-	if [ $# = 3 ] && [ "$3" = "$FAKE/sys/kernel/mm/migrate_offload/engine" ]; then
-		cat "$3"; return
-	fi
-	command sed "$@"
-}
-'''
-
-TRACE = ("# entries-in-buffer/entries-written: 4/4   #P:2\n"
-         " mo_bench-42 [000] ..... 1.0: tracing_mark_write: mo_bench: move begin\n"
-         " mo_bench-42 [000] ..... 1.1: mm_migrate_batch_copy: reason=x engine=cpu folios=256 "
-         "pages=16384 engine_pages=0 cpu_pages=16384 lost=0 poisoned=0 ns=3000000 engine_ns=0\n"
-         " mo_bench-42 [000] ..... 1.2: mm_migrate_batch_phases: reason=x folios=256 pages=16384 "
-         "unmap_ns=2000000 flush_ns=1000000 copy_ns=3000000 move_ns=4000000\n"
-         " mo_bench-42 [000] ..... 1.3: tracing_mark_write: mo_bench: move end\n")
-
-AUTO_MODEL = ("# engine size_kb batch_ns folio_ns mb_per_s samples chosen not_ready\n"
-              "cpu 4 100 7000 585 1 3 0\nmtcopy 4 4000 4200 975 30 29 7\n"
-              "split dcbm 140 5 6 480\n")
-
-
-def fake_root(top, patched=True, tracing=True, split=True, dma=False, wq=True):
-    """The files of a machine the suite reads and writes: three nodes, no
-    DMA channel (unless dma), the workqueue scope "cache"; patched: the
-    migrate_offload files, the engine modules, debugfs and tracefs."""
-    f = top / "fake"
-
-    def w(p, text):
-        p = f / p
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    w("proc/uptime", "100.00 50.00\n")
-    w("proc/modules", "")
-    w("log", "")
-    (f / "tmp").mkdir()
-    for n in (0, 1, 2):
-        w(f"sys/devices/system/node/node{n}/hugepages/hugepages-2048kB/nr_hugepages", "0\n")
-    if wq:
-        w("sys/module/workqueue/parameters/default_affinity_scope", "cache\n")
-    (f / "sys/class/dma").mkdir(parents=True)
-    if dma:
-        (f / "sys/class/dma/dma0chan0").mkdir()
-    if patched:
-        w("sys/kernel/mm/migrate_offload/engine", "none\n")
-        w("sys/kernel/mm/migrate_offload/reasons", "compaction demotion\n")
-        for m in ("mtcopy", "dcbm"):
-            w(f"lib/modules/6.12.0-mo-stub/kernel/drivers/migrate_offload/{m}.ko", "")
-        w("lib/modules/6.12.0-mo-stub/kernel/drivers/dma/swdma.ko", "")
-        if split:
-            w("sys/kernel/debug/migrate_offload/auto_split", "1\n")
-        w("sys/kernel/debug/migrate_offload/auto_model", AUTO_MODEL)
-        if tracing:
-            for ev in ("mm_migrate_batch_phases", "mm_migrate_folio_copy",
-                       "mm_migrate_batch_copy"):
-                w(f"sys/kernel/tracing/events/migrate/{ev}/enable", "0\n")
-            w("sys/kernel/tracing/buffer_size_kb", "7 (expanded: 1408)\n")
-            w("sys/kernel/tracing/tracing_on", "0\n")
-            w("sys/kernel/tracing/trace", "")
-            w("sys/kernel/tracing/trace.in", TRACE)
-    return f
-
-
-def rewrite(text, f):
-    """A script's text with the machine's paths moved under the fake root."""
-    for a in ("/sys/", "/proc/", "/lib/modules/", "/tmp/mo-bench."):
-        text = text.replace(a, f"{f}{a}")
-    left = re.findall(r"(?<![\w./-])/(?:sys|proc)/\S*", text)
-    assert not left, f"paths of the real machine left: {left}"
-    return text
-
-
-def kit(src, dest, f):
-    """A copy of a bench layout, scripts rewritten: src is guest/ (the
-    checkout: bench/run_bench.sh) or an OUT of guest/Makefile (suites/bench);
-    returns the script to run."""
-    for sub in ("bench", "lib", "suites"):
-        for p in sorted((src / sub).rglob("*")) if (src / sub).is_dir() else ():
-            if not p.is_file() or (sub == "suites" and p.name != "bench"):
-                continue
-            q = dest / p.relative_to(src)
-            q.parent.mkdir(parents=True, exist_ok=True)
-            text = p.read_text()
-            q.write_text(rewrite(text, f) if sub != "lib" else text)
-    script = dest / "suites" / "bench"
-    return script if script.exists() else dest / "bench" / "run_bench.sh"
-
-
-def run_suite(tmp_path, args=(), env=None, src=GUEST, **fake):
-    """(exit status, stdout, stderr, records, fake root) of one run."""
-    f = fake_root(tmp_path, **fake)
-    script = kit(Path(src), tmp_path / "kit", f)
-    (tmp_path / "stubs.sh").write_text(STUBS)
-    mb = tmp_path / "mo_bench"
-    mb.write_text(f'#!/bin/sh\nexec python3 {STUB} "$@"\n')
-    mb.chmod(0o755)
-    e = {"PATH": "/usr/bin:/bin", "FAKE": str(f), "STUB_MODS": "",
-         "STUB_TRACE": str(f / "sys/kernel/tracing/trace"), "MO_BENCH_BIN": str(mb),
-         "MO_JSONL": str(tmp_path / "out" / "bench.jsonl"), "STUBS": str(tmp_path / "stubs.sh"),
-         **(env or {})}
-    # sourced into the shell that has the stand-in functions; $0 is the suite
-    r = subprocess.run([BUSYBOX, "sh", "-c", '. "$STUBS"; . "$0"', str(script), *args],
-                       env=e, capture_output=True, text=True, timeout=300)
-    j = tmp_path / "out" / "bench.jsonl"
-    recs = [json.loads(x) for x in j.read_text().splitlines()] if j.exists() else []
-    return r.returncode, r.stdout, r.stderr, recs, f
-
 
 SMALL = {"MO_FOLIO": "4,2048", "MO_REPS": "1", "MO_COUNT": "1,8", "MO_LAT_PAGES": "1",
          "MO_LAT_FOLIOS": "1"}
