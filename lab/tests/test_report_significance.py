@@ -164,3 +164,32 @@ def test_bench_json_is_written_before_the_report_is_rendered(tmp_path, no_scipy)
     saved = json.loads((tmp_path / "bench.json").read_text())
     assert saved["records"] == recs and "summary" not in saved
     assert not (tmp_path / "report.txt").exists()
+
+
+def test_each_p_is_against_its_own_reference(tmp_path):
+    # none measured apart from vanilla (1.9x it), mtcopy-2 at 2x vanilla:
+    # against vanilla every sample is above (the floor), against none they
+    # overlap; a p taken against the wrong reference, or shown in the
+    # other's column, shows here (vanilla and none are alike elsewhere)
+    none, mine = scaled(VANILLA, 1.9), scaled(VANILLA, 2.0)
+    p_none = report.mann_whitney_p(sum(mine, []), sum(none, []))
+    assert p_none == pytest.approx(0.18, abs=0.005)
+
+    def run(**kw):
+        return report.summarize(reps("vanilla", VANILLA, **kw) + reps("none", none, **kw) +
+                                reps("mtcopy-2", mine, **kw))
+    s, count = run(), run(kb=2048, mode="count", folios=8)
+    for summary, table in ((s, "throughput"), (count, "count")):
+        r = row(summary, "mtcopy-2", table)
+        assert r["ratio_p"] == pytest.approx(FLOOR_6), table
+        assert r["vs_none_p"] == pytest.approx(p_none), table
+        assert row(summary, "none", table)["ratio_p"] == pytest.approx(FLOOR_6), table
+    assert p_columns(s, "mtcopy-2") == ("0.0022", "0.18")
+    md = "\n".join(report.markdown_tables(s))
+    assert "| mtcopy-2 | 2.00 [2.00..2.00] p 0.0022 / 1.05 [1.05..1.05] p 0.18 |" in md
+    report.write_csv(s, tmp_path / "t.csv")
+    [c] = [c for c in csv.DictReader((tmp_path / "t.csv").open()) if c["config"] == "mtcopy-2"]
+    assert (float(c["ratio_p"]), float(c["vs_none_p"])) == \
+        (pytest.approx(FLOOR_6), pytest.approx(p_none))
+    [line] = [ln for ln in report.text_tables(count) if ln.startswith("mtcopy-2      8 folios")]
+    assert "2.00x [2.00..2.00] p 0.0022 vs none 1.05x [1.05..1.05] p 0.18" in line
