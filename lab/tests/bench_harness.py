@@ -68,10 +68,11 @@ AUTO_MODEL = ("# engine size_kb batch_ns folio_ns mb_per_s samples chosen not_re
               "split dcbm 140 5 6 480\n")
 
 
-def fake_root(top, patched=True, tracing=True, split=True, dma=False, wq=True):
+def fake_root(top, patched=True, tracing=True, split=True, dma=False, wq=True, engine="none"):
     """The files of a machine the suite reads and writes: three nodes, no
     DMA channel (unless dma), the workqueue scope "cache"; patched: the
-    migrate_offload files, the engine modules, debugfs and tracefs."""
+    migrate_offload files (the engine selected: engine), the engine
+    modules, debugfs and tracefs."""
     f = top / "fake"
 
     def w(p, text):
@@ -90,7 +91,7 @@ def fake_root(top, patched=True, tracing=True, split=True, dma=False, wq=True):
     if dma:
         (f / "sys/class/dma/dma0chan0").mkdir()
     if patched:
-        w("sys/kernel/mm/migrate_offload/engine", "none\n")
+        w("sys/kernel/mm/migrate_offload/engine", engine + "\n")
         w("sys/kernel/mm/migrate_offload/reasons", "compaction demotion\n")
         for m in ("mtcopy", "dcbm"):
             w(f"lib/modules/6.12.0-mo-stub/kernel/drivers/migrate_offload/{m}.ko", "")

@@ -73,6 +73,21 @@ def test_every_part_runs_and_the_machine_is_put_back(whole_run):
     assert (f / "proc/modules").read_text() == ""
 
 
+def test_an_interrupted_run_puts_the_machine_back(tmp_path):
+    # SIGTERM (a suite's timeout) in the tiering part, on a machine whose
+    # engine was cpu: the trap puts every setting back, the engine too
+    # (the whole run above starts from none, which it writes anyway)
+    rc, out, _, recs, f = run_suite(tmp_path, env={**SMALL, "STUB_KILL_AT": "tiering"},
+                                    engine="cpu")
+    assert rc == 130 and "ok 1 bench" not in out
+    assert {r["mode"] for r in recs} >= {"tput", "config"} and \
+        not [r for r in recs if r["mode"] in ("tiering", "count")]
+    assert (f / "sys/kernel/mm/migrate_offload/engine").read_text() == "cpu\n"
+    assert (f / "sys/kernel/mm/migrate_offload/reasons").read_text() == "compaction demotion\n"
+    assert (f / "sys/kernel/debug/migrate_offload/auto_split").read_text() == "1\n"
+    assert (f / "sys/module/workqueue/parameters/default_affinity_scope").read_text() == "cache\n"
+
+
 def test_failed_measurements_fail_the_run(tmp_path):
     rc, out, _, recs, _ = run_suite(tmp_path, env={
         **SMALL, "MO_FOLIO": "4,256", "MO_REPS": "2", "MO_TO": "1", "STUB_FAIL": "1",
