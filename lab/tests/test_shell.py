@@ -87,6 +87,8 @@ while True:
         out("TYPEAHEAD\r\n")
     prompt()
 out("@@MO-SHELL-EXIT rc=%d\r\n" % rc)
+if os.environ.get("FAKE_HANG"):        # a poweroff that never ends QEMU
+    time.sleep(60)
 out("[   9.000000] reboot: Power down\r\n")
 """
 
@@ -97,7 +99,7 @@ def fake(tmp_path, monkeypatch):
     exe.write_text(f"#!{sys.executable}\n" + FAKE_GUEST)
     exe.chmod(0o755)
     monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv"))
-    for name in ("FAKE_DELAY", "FAKE_QUERIES", "FAKE_KMSG", "FAKE_DIE"):
+    for name in ("FAKE_DELAY", "FAKE_QUERIES", "FAKE_KMSG", "FAKE_DIE", "FAKE_HANG"):
         monkeypatch.delenv(name, raising=False)
     return exe
 
@@ -173,6 +175,16 @@ def test_the_timeout_bounds_the_session(fake, tmp_path):
 def test_a_guest_that_stops_early_fails(fake, tmp_path):
     rc, why, out = session(fake, tmp_path, "echo x\necho y\n", FAKE_DIE="1")
     assert rc == 1 and why == "the guest stopped before the input ended (2 line(s) not sent)"
+
+
+def test_the_shells_status_stands_when_poweroff_hangs(fake, tmp_path, monkeypatch):
+    # QEMU still running once the shell reported its end: the relay waits
+    # AFTER_EXIT for it, then stops it and gives the shell's status
+    monkeypatch.setattr(shell, "AFTER_EXIT", 1.0)
+    t0 = time.monotonic()
+    rc, why, out = session(fake, tmp_path, "exit 6\n", FAKE_HANG="1")
+    assert (rc, why) == (6, "") and "@@MO-SHELL-EXIT rc=6" in out
+    assert "Power down" not in out and time.monotonic() - t0 < 10
 
 
 def test_watch_sees_a_prompt_split_by_escapes():
