@@ -5,6 +5,7 @@ boots: cmd_bench's build and boot steps are replaced by fakes, host_bench.sh
 runs on a fake machine with run_bench.sh stubbed (lab/tests/bench_harness.py).
 """
 
+import json
 import shutil
 import subprocess
 
@@ -13,6 +14,7 @@ import pytest
 from lab.molab import bench, cli
 from lab.molab.util import GUEST, ROOT
 from lab.tests.bench_harness import BUSYBOX, run_host_bench, run_suite
+from lab.tests.test_bench import fake_result
 
 PRESETS = GUEST / "bench" / "presets"
 # What the lab passed to the guest before presets: MO_BENCH=quick|full,
@@ -72,6 +74,27 @@ def boot_of(monkeypatch, steps, argv, env=()):
 def test_a_preset_gives_the_guest_settings_and_the_rounds(monkeypatch, steps, argv, env, want):
     assert boot_of(monkeypatch, steps, argv, env) == want
     assert steps[:3] == ["setup", "tree", "build"]
+
+
+@pytest.mark.parametrize("argv,preset,args,rounds", [
+    ([], "full", FULL_ARGS, 3),
+    (["--quick", "--args", "MO_REPS=1"], "quick", QUICK_ARGS + " MO_REPS=1", 2),
+])
+def test_bench_json_records_the_preset(monkeypatch, tmp_path, argv, preset, args, rounds):
+    tput = {"mode": "tput", "config": "cpu", "folio_kb": 4, "to": 1, "gbps": 1.0, "pages": 16}
+    runs = [fake_result("vanilla-r0", tmp_path, records=[{**tput, "config": "vanilla"}]),
+            fake_result("patched-r0", tmp_path, records=[tput])]
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(cli, "run_setup", lambda: None, raising=False)
+    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
+    monkeypatch.setattr(bench, "prepare", lambda *a, **k: {})
+    monkeypatch.setattr(bench, "alternate", lambda *a, **k: runs)
+    monkeypatch.setattr(cli, "_host_facts", lambda builds: {
+        "kernels": {}, "qemu": ["QEMU x"], "host_cpu": "cpu", "host_cpus": 2,
+        "git_commit": "0" * 40, "git_dirty": False})
+    cli.cmd_bench(cli.build_parser().parse_args(["bench", *argv]))
+    run = json.loads((tmp_path / "bench.json").read_text())
+    assert (run["preset"], run["args"], run["rounds"]) == (preset, args, rounds)
 
 
 @pytest.mark.parametrize("argv,cause,hint", [
