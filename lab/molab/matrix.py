@@ -33,13 +33,14 @@ ENGINE_LIST = GUEST / "lib" / "engines.list"
 
 def scope_engines(path=ENGINE_LIST):
     """{name: (engine, ...)} from guest/lib/engines.list ('name: e1 e2'):
-    the test scopes and the bench's line."""
+    the test scopes and the bench's line, read as the guest's sed reads a
+    name's list (mo_lib.sh, lib_configs.sh): comments cut, only lines that
+    start with 'name:', a name's lines joined."""
     out = {}
     for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            scope, _, names = line.partition(":")
-            out[scope.strip()] = tuple(names.split())
+        m = re.match(r"([^\s:#]+):(.*)", line.split("#", 1)[0])
+        if m:
+            out[m.group(1)] = out.get(m.group(1), ()) + tuple(m.group(2).split())
     return out
 
 # enum migrate_reason's batchable reasons, in the kernel's order.

@@ -168,14 +168,19 @@ def _with_engine_list(tmp_path, text):
 QUICK = {**SMALL, "MO_BENCH": "quick", "MO_TIER": "0", "MO_PROFILE": "0", "MO_HOG": "0"}
 
 
-@pytest.mark.parametrize("text", [
-    "ci: mtcopy\nbench: cpu mtcopy-2\n",
-    "# bench: none\nbench:\tcpu  dcbm-4   # the two that matter\nfull: none cpu\n",
-    "bench: auto split-1 \n",
+@pytest.mark.parametrize("text,want", [
+    ("ci: mtcopy\nbench: cpu mtcopy-2\n", "cpu mtcopy-2"),
+    ("# bench: none\nbench:\tcpu  dcbm-4   # the two that matter\nfull: none cpu\n",
+     "cpu dcbm-4"),
+    ("bench: auto split-1 \n", "auto split-1"),
+    # the guest's sed: a name at the start of a line, its lines joined
+    ("bench: none mtcopy-2\n  bench: cpu\nbench : dcbm-1\n", "none mtcopy-2"),
+    ("bench: cpu\nbench: dcbm-4\n", "cpu dcbm-4"),
 ])
-def test_the_guest_and_the_lab_read_the_bench_line_alike(tmp_path, text):
+def test_the_guest_and_the_lab_read_the_bench_line_alike(tmp_path, text, want):
     src = _with_engine_list(tmp_path, text)
-    want = matrix.scope_engines(src / "lib" / "engines.list")["bench"]
+    want = tuple(want.split())
+    assert matrix.scope_engines(src / "lib" / "engines.list")["bench"] == want
     rc, out, err, recs, _ = run_suite(tmp_path / "run", env=QUICK, src=src)
     assert rc == 0, out + err
     [run] = [r for r in recs if r["mode"] == "run"]
