@@ -133,13 +133,22 @@ def test_a_changelog_is_required_from_v2(body, ok):
 
 # --- identity and sign-off --------------------------------------------------
 
+def earlier_export():
+    """series/ as an earlier export left it: a refused one must keep it."""
+    (tree.SERIES / "0001-old.patch").write_text("kept\n")
+    (tree.SERIES / "series").write_text("0001-old.patch\n")
+    return {p.name: p.read_text() for p in tree.SERIES.iterdir()}
+
+
 def test_an_exporter_without_identity_is_refused(repo, identity):
     identity.file.write_text("")
     cover_source("mm: x\n\nWhy.\n")
+    before = earlier_export()
     line = refused(tree.export, repo)
     assert "git config user.name and user.email not set" in line
     assert "git config --global user.name" in line
-    assert not list(tree.SERIES.glob("*.patch"))           # nothing written
+    # nothing written, nothing removed
+    assert {p.name: p.read_text() for p in tree.SERIES.iterdir()} == before
     identity.file.write_text("[user]\n\tname = Ed Exporter\n")
     assert "git config user.email not set" in refused(tree.export, repo)
 
@@ -218,8 +227,9 @@ def test_bad_base_commits_are_refused(repo, sha, why):
         git(repo, "commit", "-qm", "other")
         sha = git(repo, "rev-parse", "HEAD").strip()
         git(repo, "checkout", "-q", "series")
+    before = earlier_export()
     assert why in refused(tree.export, repo, base_commit=sha)
-    assert not list(tree.SERIES.glob("*.patch"))
+    assert {p.name: p.read_text() for p in tree.SERIES.iterdir()} == before
 
 
 def test_export_refuses_a_v2_without_changelog_and_writes_nothing(repo):
