@@ -2,8 +2,8 @@
 puts SUITES (and any other command-line variable) into the environment,
 where the lab's option defaults would read it.
 
-A test that needs a tool lab/setup.sh installs (busybox, a C compiler)
-skips without it on a developer's machine; where setup.sh has run (make
+A test that needs a tool lab/setup.sh installs (busybox, a C compiler,
+matplotlib) skips without it on a developer's machine; where setup.sh has run (make
 test, so CI) such a skip would read as a pass and hide what it tests:
 there MOLAB_REQUIRE_TOOLS=1 (cli.cmd_test sets it) makes it a failure."""
 import os
@@ -14,8 +14,10 @@ import pytest
 LAB_ENV = ("ACCEL", "BENCH_ARGS", "BREAK", "FLAVOUR", "KSRC", "MOLAB_DEBUG", "QUICK", "SMP",
            "SUITES", "ROUNDS", "LABEL", "ARGS", "VARIANT", "RESET")
 
-# the skip reasons of a missing tool ("busybox not installed", "no C compiler")
-TOOL_MISSING = re.compile(r"\bnot installed\b|\bno C compiler\b")
+# the skip reasons of a missing tool: "busybox not installed", "no C
+# compiler", pytest.importorskip("matplotlib")
+TOOL_MISSING = re.compile(r"\bnot installed\b|\bno C compiler\b|"
+                          r"could not import '(matplotlib|scipy)'")
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,7 @@
 """A host test skipped for want of a tool lab/setup.sh installs (busybox,
-a C compiler) fails where make test runs the unit tests: there a skip
-would read as a pass and hide a regression (lab/tests/conftest.py)."""
+a C compiler, matplotlib) fails where make test runs the unit tests:
+there a skip would read as a pass and hide a regression
+(lab/tests/conftest.py)."""
 
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ def test_needs_busybox(): pass
 def test_needs_cc(): pytest.skip("no C compiler")
 def test_needs_a_kernel_tree(): pytest.skip("no kernel tree in build/linux")
 def test_runs(): pass
+def test_needs_matplotlib(): pytest.importorskip("matplotlib")
 '''
 
 
@@ -26,6 +28,7 @@ def run_pytest(tmp_path, env):
     """pytest on a test file that skips, beside a copy of lab/tests' conftest."""
     shutil.copy(Path(__file__).parent / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_skipping.py").write_text(SKIPPING)
+    (tmp_path / "matplotlib.py").write_text("raise ModuleNotFoundError('hidden by the test')\n")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
                         str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path)
     return r.returncode, r.stdout
@@ -34,7 +37,7 @@ def run_pytest(tmp_path, env):
 def test_a_missing_tool_skips_on_a_developers_machine(tmp_path, monkeypatch):
     monkeypatch.delenv("MOLAB_REQUIRE_TOOLS", raising=False)
     rc, out = run_pytest(tmp_path, None)
-    assert rc == 0 and "1 passed, 3 skipped" in out, out
+    assert rc == 0 and "1 passed, 4 skipped" in out, out
 
 
 def test_a_missing_tool_fails_where_make_test_runs_them(tmp_path, monkeypatch):
@@ -44,6 +47,7 @@ def test_a_missing_tool_fails_where_make_test_runs_them(tmp_path, monkeypatch):
     # a skipif is reported at setup (an error), a skip in the body as a failure
     assert "ERROR test_skipping.py::test_needs_busybox" in out
     assert "FAILED test_skipping.py::test_needs_cc" in out
+    assert "FAILED test_skipping.py::test_needs_matplotlib" in out
     assert "busybox not installed, but lab/setup.sh installs it" in out
     # what the unit step cannot have (the tree comes later) still skips
     assert "SKIPPED [1] test_skipping.py:6: no kernel tree in build/linux" in out
