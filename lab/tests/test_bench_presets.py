@@ -8,10 +8,11 @@ runs on a fake machine with run_bench.sh stubbed (lab/tests/bench_harness.py).
 import json
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
-from lab.molab import bench, cli
+from lab.molab import bench, cli, host
 from lab.molab.util import GUEST, ROOT
 from lab.tests.bench_harness import BUSYBOX, run_host_bench, run_suite
 from lab.tests.test_bench import fake_result
@@ -188,6 +189,24 @@ def test_host_bench_and_the_lab_refuse_a_preset_alike(tmp_path, capsys, args):
     assert err == f"host_bench: {cause}\n"
     assert cli.main(["host-bench", "--preset", name]) == cli.EXIT_ERROR
     assert capsys.readouterr().err.startswith(f"molab: error: {cause};")
+
+
+@pytest.mark.parametrize("argv,want", [
+    (["--preset", "quick", "--args", "MO_REPS=1"], ["--preset", "quick", "MO_REPS=1"]),
+    ([], ["--preset", "hardware"]),
+])
+def test_make_host_bench_gives_host_bench_sh_the_preset(monkeypatch, tmp_path, argv, want):
+    # the lab's side of what test_host_bench_runs_the_suite_with_the_preset runs
+    ran = []
+
+    def fake_run(cmd, **kw):
+        ran.append(cmd)
+        return SimpleNamespace(returncode=0, stdout="")
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(host, "build_mo_bench", lambda d: tmp_path / "mo_bench")
+    monkeypatch.setattr(host.subprocess, "run", fake_run)
+    assert cli.main(["host-bench", "--out", str(tmp_path / "out"), *argv]) == cli.EXIT_OK
+    assert ran[-1] == ["sh", str(host.HOST_BENCH), str(tmp_path / "out"), *want]
 
 
 @pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
