@@ -287,6 +287,21 @@ def test_the_shell_boots_what_make_test_boots(monkeypatch, tmp_path):
     assert "cma=256M@2G-3G" in words and "-smp" in mine
 
 
+def test_the_shell_boots_the_build_and_timeout_it_is_given(monkeypatch, tmp_path):
+    kb = SimpleNamespace(variant="vanilla", flavour="perf", bzimage=tmp_path / "bzImage",
+                         initramfs=tmp_path / "initrd")
+    asked, got = [], {}
+    monkeypatch.setattr(shell, "find_build", lambda *a, **k: asked.append((a, k)) or kb)
+    monkeypatch.setattr(shell, "run", lambda spec, timeout: got.update(spec=spec, t=timeout) or 3)
+    assert cli.main(["shell", "--variant", "vanilla", "--flavour", "perf", "--build",
+                     "--timeout", "90", "--smp", "2"]) == 3
+    assert asked == [(("vanilla", "perf", None), {"build": True})]
+    assert got["t"] == 90 and got["spec"].smp == 2 and got["spec"].suites == []
+    asked.clear()
+    assert cli.main(["shell"]) == 3
+    assert asked == [(("patched", "debug", None), {"build": False})] and got["t"] is None
+
+
 # --- which build: the same rules as make boot -------------------------------
 
 @pytest.fixture
