@@ -11,7 +11,8 @@ Ctrl-C too (Ctrl-A x stops QEMU). From a pipe (a script, CI), each input
 line goes in after the guest's next prompt: a line sent earlier would be
 lost (the console is not open before the shell starts) or read by the
 command still running. When the input ends, "exit" ends the shell with
-the last command's status. --timeout bounds the whole session.
+the last command's status. --timeout bounds the whole session. Files the
+guest sends (mo-sendfile) are decoded into the session's files/.
 """
 
 import gzip
@@ -25,7 +26,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from . import initramfs, kernel, qemu, tree
+from . import console, initramfs, kernel, qemu, tree
 from .errors import LabError
 from .util import GUEST, RESULTS, fmt_secs, lock_is_free, rel, utc_stamp
 
@@ -242,6 +243,25 @@ class Session:
             return False
 
 
+def save_files(rdir):
+    """The files the guest sent (mo-sendfile) decoded from rdir/console.log
+    into rdir/files/, as make boot does; returns the notes to print."""
+    rep = console.scan_text((rdir / "console.log").read_text(errors="replace"))
+    saved, notes = 0, []
+    for xf in rep.files:
+        if xf.error or xf.data is None:
+            notes.append(f"file {xf.name}: {xf.error or 'not decoded'}")
+        if xf.data is None:
+            continue
+        dest = rdir / "files" / xf.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(xf.data)
+        saved += 1
+    if saved:
+        notes.append(f"{saved} file(s) from the guest in {rel(rdir / 'files')}")
+    return notes
+
+
 def _raw_terminal(fd):
     """Put the terminal at FD in raw mode; returns what restores it."""
     import termios
@@ -290,6 +310,8 @@ def run(spec, timeout=None, stdin=None, stdout=None):
     finally:
         if restore:
             restore()
+    for note in save_files(rdir):
+        print(f"molab: shell: {note}", file=sys.stderr, flush=True)
     if why:
         print(f"\nmolab: shell: {why}; console log {rel(rdir / 'console.log')}",
               file=sys.stderr, flush=True)

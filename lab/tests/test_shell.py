@@ -79,6 +79,12 @@ while True:
         out(l[5:] + "\r\n"); rc = 0
     elif l.startswith("sleep "):
         time.sleep(float(l[6:])); rc = 0
+    elif l.startswith("mo-sendfile "):      # mo-sendfile NAME TEXT, as /bin/mo-sendfile sends
+        name, text = l.split(" ", 2)[1:]
+        import base64, hashlib
+        out("@@MO-FILE-BEGIN %s\r\n%s\r\n@@MO-FILE-END %s size=%d sha256=%s\r\n" % (
+            name, base64.b64encode(text.encode()).decode(), name, len(text),
+            hashlib.sha256(text.encode()).hexdigest())); rc = 0
     elif l in ("true", "false"):
         rc = 0 if l == "true" else 1
     else:
@@ -232,6 +238,26 @@ def test_run_piped(fake, tmp_path, capsys):
     log = (tmp_path / "results" / "console.log").read_bytes().decode()
     assert "hi\r\n" in log and log == outp.read_bytes().decode()
     assert "piped input, each line after a prompt, up to 60m00s" in capsys.readouterr().err
+
+
+def test_files_the_guest_sends_land_in_the_results(fake, tmp_path, capsys):
+    # the shell's banner offers mo-sendfile, which says the lab decodes the
+    # file into files/NAME of the run's results directory
+    spec = fake_spec(fake, tmp_path)
+    inp, outp = tmp_path / "in", tmp_path / "out"
+    inp.write_text("mo-sendfile trace.txt two words\nmo-sendfile ../up.txt x\n")
+    with open(inp) as i, open(outp, "w") as o:
+        assert shell.run(spec, stdin=i, stdout=o) == 0
+    files = tmp_path / "results" / "files"
+    assert sorted(p.name for p in files.iterdir()) == ["trace.txt", "up.txt"]
+    assert (files / "trace.txt").read_text() == "two words"
+    assert "2 file(s) from the guest in " in capsys.readouterr().err
+    # one cut off by the end of the session is named, not saved
+    log = tmp_path / "r2" / "console.log"
+    log.parent.mkdir()
+    log.write_text("@@MO-FILE-BEGIN big.bin\r\nAAAA\r\nmo-guest:/root# ")
+    assert shell.save_files(log.parent) == ["file big.bin: transfer cut short (no @@MO-FILE-END)"]
+    assert not (log.parent / "files").exists()
 
 
 def test_run_from_a_terminal(fake, tmp_path):
