@@ -193,3 +193,21 @@ def test_each_p_is_against_its_own_reference(tmp_path):
         (pytest.approx(FLOOR_6), pytest.approx(p_none))
     [line] = [ln for ln in report.text_tables(count) if ln.startswith("mtcopy-2      8 folios")]
     assert "2.00x [2.00..2.00] p 0.0022 vs none 1.05x [1.05..1.05] p 0.18" in line
+
+
+def test_a_record_without_gb_s_is_no_sample():
+    # mo_bench writes "gbps": null for a move it could not time: no
+    # sample, so neither in n nor in the floor the legend states for p
+    recs = reps("vanilla", VANILLA) + reps("cpu", scaled(VANILLA, 2.0)) + \
+        [rec("patched", 2, "cpu", 64, None)]
+    s = report.summarize(recs)
+    r = row(s, "cpu")
+    assert r["n"] == 6 and r["ratio_p"] == pytest.approx(FLOOR_6)
+    assert s["p_floors"]["throughput"] == [{"n": 6, "against_n": 6,
+                                            "p_min": pytest.approx(FLOOR_6), "comparisons": 1}]
+    count = report.summarize(
+        reps("vanilla", VANILLA, kb=2048, mode="count", folios=8) +
+        reps("cpu", scaled(VANILLA, 2.0), kb=2048, mode="count", folios=8) +
+        [rec("patched", 2, "cpu", 2048, None, mode="count", folios=8)])
+    assert row(count, "cpu", "count")["n"] == 6
+    assert count["p_floors"]["count"][0]["n"] == 6

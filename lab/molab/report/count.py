@@ -23,7 +23,9 @@ def count_rows(records):
         ratio, vs_none = vs_vanilla_and_none(per, cfg, (n,))
         p, p_none = p_vs_vanilla_and_none(samples, cfg, (n,))
         share = folio_share_min(rs)
-        rows.append({"config": cfg, "folios": n, "n": len(rs), "gbps": m, "gbps_sd": sd,
+        # n: the GB/s figures (a move mo_bench could not time has none)
+        rows.append({"config": cfg, "folios": n, "n": len(samples.get((cfg, n), [])), "gbps": m,
+                     "gbps_sd": sd,
                      **ratio_fields("ratio_", ratio, pairs=False), "ratio_p": p,
                      **ratio_fields("vs_none_", vs_none, pairs=False), "vs_none_p": p_none,
                      "not_moved_share": not_moved_share(rs),

@@ -50,7 +50,8 @@ def throughput_rows(records, memcpy):
         variant = VANILLA if cfg == VANILLA else "patched"
         mem = (memcpy.get(variant) or {}).get("gbps")
         rows.append({
-            "config": cfg, "folio_kb": kb, "to": to, "n": len(rs),
+            # n: the GB/s figures (a move mo_bench could not time has none)
+            "config": cfg, "folio_kb": kb, "to": to, "n": len(samples.get((cfg, kb, to), [])),
             "gbps": m, "gbps_sd": sd, "gbps_recorded": mean_sd([r.get("gbps") for r in rs])[0],
             "not_moved_share": not_moved_share(rs),
             **ratio_fields("ratio_", ratio), "ratio_p": p,
