@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 from lab.molab import cli
 
 SKIPPING = '''
