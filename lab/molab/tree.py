@@ -330,9 +330,10 @@ def source_for(variant, ksrc=None):
 COVER_SOURCE = mail.COVER_SOURCE
 
 
-def fill_cover_letter(path, cover, date=None, me=None, upstream=None, note=""):
+def fill_cover_letter(path, cover, date=None, upstream=None, note=""):
     """Put a mail.CoverSource's subject and body into git's cover letter
-    template at PATH, signed off by ME, and name the base (mail.finish_base).
+    template at PATH and name the base (mail.finish_base). No Signed-off-by:
+    a cover letter certifies nothing (b4 adds none either).
 
     DATE (the series head's) replaces git's "now", so that an export of the
     same series writes the same file."""
@@ -342,9 +343,8 @@ def fill_cover_letter(path, cover, date=None, me=None, upstream=None, note=""):
     if "*** SUBJECT HERE ***" not in text or "*** BLURB HERE ***" not in text:
         raise LabError(f"{path.name}: not git's cover letter template",
                        "check the git version (format-patch --cover-letter)")
-    body = mail.add_signoff(cover.body, me) if me else cover.body
     text = text.replace("*** SUBJECT HERE ***", cover.subject)
-    text = text.replace("*** BLURB HERE ***", body.strip("\n"))
+    text = text.replace("*** BLURB HERE ***", cover.body.strip("\n"))
     if upstream or note:
         text = mail.finish_base(text, upstream, note)
     Path(path).write_text(text)
@@ -392,7 +392,7 @@ def export(ksrc=None, base_commit=None):
         for p in new:
             if p.name.startswith("0000-"):
                 fill_cover_letter(p, cover, git(t, "log", "-1", "--format=%aD", BRANCH),
-                                  me, upstream, note)
+                                  upstream, note)
             else:
                 p.write_text(mail.sign_off_patch(p.read_text(), me))
         for old in SERIES.glob("*.patch"):
