@@ -80,13 +80,7 @@ def test_cmd_bench_leaves_boots_with_findings_out_and_lists_them(monkeypatch, tm
     runs[1].retried = [retried]
     runs[2].retried = [fake_result("patched-r1", tmp_path, STATUS_EMULATOR, [int3(5)])]
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)      # no lab/setup.sh
-    monkeypatch.setattr(cli, "run_setup", lambda: None, raising=False)
-    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
-    monkeypatch.setattr(bench, "prepare", lambda *a, **k: {})
-    monkeypatch.setattr(bench, "alternate", lambda *a, **k: runs)
-    monkeypatch.setattr(cli, "_host_facts", lambda builds: {
-        "kernels": {}, "qemu": ["QEMU x"], "host_cpu": "cpu", "host_cpus": 2,
-        "git_commit": "0" * 40, "git_dirty": False})
+    _patch_bench(monkeypatch, runs)
 
     assert cli.cmd_bench(_bench_args("--rounds", "2")) == cli.EXIT_FAIL
     run = json.loads((tmp_path / "bench.json").read_text())

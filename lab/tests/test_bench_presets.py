@@ -15,7 +15,7 @@ import pytest
 from lab.molab import bench, cli, host
 from lab.molab.util import GUEST, ROOT
 from lab.tests.bench_harness import BUSYBOX, run_host_bench, run_suite
-from lab.tests.test_bench import fake_result
+from lab.tests.test_bench import _patch_bench, fake_result
 
 PRESETS = GUEST / "bench" / "presets"
 # What the lab passed to the guest before presets: MO_BENCH=quick|full,
@@ -86,13 +86,7 @@ def test_bench_json_records_the_preset(monkeypatch, tmp_path, argv, preset, args
     runs = [fake_result("vanilla-r0", tmp_path, records=[{**tput, "config": "vanilla"}]),
             fake_result("patched-r0", tmp_path, records=[tput])]
     monkeypatch.setattr(cli.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(cli, "run_setup", lambda: None, raising=False)
-    monkeypatch.setattr(cli.tree, "ensure_tree", lambda ksrc, **kw: None)
-    monkeypatch.setattr(bench, "prepare", lambda *a, **k: {})
-    monkeypatch.setattr(bench, "alternate", lambda *a, **k: runs)
-    monkeypatch.setattr(cli, "_host_facts", lambda builds: {
-        "kernels": {}, "qemu": ["QEMU x"], "host_cpu": "cpu", "host_cpus": 2,
-        "git_commit": "0" * 40, "git_dirty": False})
+    _patch_bench(monkeypatch, runs)
     cli.cmd_bench(cli.build_parser().parse_args(["bench", *argv]))
     run = json.loads((tmp_path / "bench.json").read_text())
     assert (run["preset"], run["args"], run["rounds"]) == (preset, args, rounds)
