@@ -198,7 +198,7 @@ def build_parser():
                    help="use this kernel tree instead of build/linux (env KSRC)")
     s.add_argument("--preset", default=None,
                    help="the settings: guest/bench/presets/<PRESET>, full (the default) or "
-                        "quick (a few minutes: throughput to node 1 only, 2 rounds); "
+                        "quick (throughput to node 1 only, 2 rounds); "
                         "hardware is make host-bench's")
     # QUICK=0 must not mean quick: make passes its variables down as
     # environment, whatever their value
