@@ -48,13 +48,30 @@ window_end() {
 	[ "$_ov" = 0 ] || t_diag "trace buffer overran: $_ov events lost"
 	OVERRUN=$_ov
 }
-# tsum EVENT FIELD FILTER: over the window's EVENT lines (k=v fields)
-# that match FILTER (an awk condition on f["key"]; f["pid"] and f["comm"]
-# are the task's pid and name), the sum of FIELD, or with FIELD "n" their number, with
-# "max_folios" the largest folios.
-tsum() {
-	awk -v ev="$1:" -v field="$2" '
-	index($0, ev) {
+# tcalc NAME EVENT FIELD FILTER [NAME EVENT FIELD FILTER ...]: in one pass
+# over the window's trace (a CMA window holds tens of thousands of events,
+# and each pass costs seconds under emulation), for each quadruple, over
+# the EVENT lines (k=v fields) that match FILTER (an awk condition on
+# f["key"]; f["pid"] and f["comm"] are the task's pid and name), the sum
+# of FIELD, or with FIELD "n" their number, with "max_folios" the largest
+# folios; printed as NAME=VALUE lines, one per quadruple, in their order.
+tcalc() {
+	_tc_prog= _tc_names= _tc_i=0
+	while [ $# -ge 4 ]; do
+		_tc_i=$((_tc_i + 1))
+		case $3 in
+		n) _tc_acc="v[$_tc_i]++" ;;
+		max_folios) _tc_acc="if (f[\"folios\"] + 0 > v[$_tc_i]) v[$_tc_i] = f[\"folios\"] + 0" ;;
+		*) _tc_acc="v[$_tc_i] += f[\"$3\"]" ;;
+		esac
+		_tc_prog="$_tc_prog
+		if (index(\$0, \"$2:\") && ($4)) { $_tc_acc }"
+		_tc_names="$_tc_names $1"
+		shift 4
+	done
+	[ $# = 0 ] || { echo "tcalc: arguments come in fours (NAME EVENT FIELD FILTER), $# left" >&2; return 1; }
+	awk -v names="$_tc_names" '
+	!/^#/ {
 		split("", f)
 		for (i = 1; i <= NF; i++) {
 			if ((p = index($i, "=")) > 1) f[substr($i, 1, p - 1)] = substr($i, p + 1)
@@ -63,13 +80,26 @@ tsum() {
 				f["comm"] = substr($(i - 1), 1, RSTART - 1)
 			}
 		}
-		if (!('"$3"')) next
-		n++
-		if (field == "max_folios") { if (f["folios"] + 0 > s) s = f["folios"] + 0 }
-		else s += f[field]
+		'"$_tc_prog"'
 	}
-	END { print field == "n" ? n + 0 : s + 0 }' $W/trace
+	END { k = split(names, nm, " "); for (j = 1; j <= k; j++) print nm[j] "=" v[j] + 0 }' $W/trace
 }
+# teval NAME EVENT FIELD FILTER ...: tcalc's values as shell variables (the
+# names must start with "_"). A tcalc that fails or misses a value is a
+# failed test and returns 1: the caller then judges nothing of the window
+# (its variables may hold an earlier window's values).
+teval() {
+	_te_n=$(($# / 4))
+	if _te_out=$(tcalc "$@") &&
+	   [ "$(printf '%s\n' "$_te_out" | grep -c '^_[a-z0-9_]*=-\{0,1\}[0-9][0-9]*$')" = $_te_n ]; then
+		eval "$_te_out"
+		return 0
+	fi
+	t_notok "the trace window read back ($_te_n values from $W/trace)"
+	return 1
+}
+# tsum EVENT FIELD FILTER: one tcalc quadruple, its value alone.
+tsum() { tcalc x "$1" "$2" "$3" | sed 's/^x=//'; }
 mig() { tsum mm_migrate_pages nr_succeeded "$1"; }
 bce() { tsum mm_migrate_batch_copy "$@"; }
 
@@ -100,7 +130,14 @@ win_sel() {
 batch_checks() {
 	_e=$1 _r=$2 _s=$3 _min=${4:-1}
 	_sel=$(win_sel $_r)
-	_mig=$(mig "$_sel")
+	# The matrix counts only the selected engine's batches.
+	_sele="$_sel && f[\"engine\"] == \"$_e\""
+	_B=mm_migrate_batch_copy
+	teval _mig mm_migrate_pages nr_succeeded "$_sel" _all mm_migrate_pages nr_succeeded 1 \
+		_n1 $_B n 1 _nev $_B n "$_sel" _pg $_B pages "$_sel" _ep $_B engine_pages "$_sel" \
+		_cpu $_B cpu_pages "$_sel" _mx $_B max_folios "$_sel" _en $_B n "$_sele" \
+		_lp $_B lost "$_sel" _po $_B poisoned "$_sel" _spg $_B pages "$_sele" \
+		_sep $_B engine_pages "$_sele" _scpu $_B cpu_pages "$_sele" || return 1
 	_cp=$(delta $W/before $W/after pgmigrate_batch_copied)
 	_fb=$(delta $W/before $W/after pgmigrate_batch_fallback)
 	# Copies thrown away (a folio that failed after its batch copy and was
@@ -108,28 +145,22 @@ batch_checks() {
 	# wasted copies are subtracted from an "at least": count them inside
 	_wa=$(delta $W/before_in $W/after_in pgmigrate_batch_wasted) || _wa=$_cp
 	if [ $_e = none ]; then
-		mrow $_e $_r on "$_mig" "$(bce pages "$_sel")" 0 "$(bce cpu_pages "$_sel")"
-		t_diag "$_s: $_mig pages migrated (reason $_r), batch copied $_cp, $(bce n 1) batch events"
+		mrow $_e $_r on "$_mig" "$_pg" 0 "$_cpu"
+		t_diag "$_s: $_mig pages migrated (reason $_r), batch copied $_cp, $_n1 batch events"
 		t_check "none: $_s migrated pages (reason $_r: $_mig >= $_min)" [ "$_mig" -ge "$_min" ]
 		t_check "none: $_s not batched (pgmigrate_batch_copied +$_cp, no batch event)" \
-			[ "$_cp" = 0 -a "$(bce n 1)" = 0 ]
+			[ "$_cp" = 0 -a "$_n1" = 0 ]
 		return
 	fi
 	if [ $HAVE_EVB = no ]; then
 		# Counters alone: every page of the window's migrations copied
 		# in the batch step, and the reason migrated pages.
-		_all=$(mig 1)
 		t_diag "$_s: $_mig pages migrated (reason $_r) of $_all; batch copied $_cp"
 		t_check "$_e: $_s batched (counters: copied $_cp - wasted $_wa >= migrated $_all, $_mig >= $_min)" \
 			[ "$_mig" -ge "$_min" -a $((_cp - _wa)) -ge "$_all" ]
 		return
 	fi
-	_nev=$(bce n "$_sel") _pg=$(bce pages "$_sel") _ep=$(bce engine_pages "$_sel")
-	_cpu=$(bce cpu_pages "$_sel") _mx=$(bce max_folios "$_sel")
-	_en=$(bce n "$_sel && f[\"engine\"] == \"$_e\"")
-	# The matrix counts only the selected engine's batches.
-	_sele="$_sel && f[\"engine\"] == \"$_e\""
-	mrow $_e $_r on "$_mig" "$(bce pages "$_sele")" "$(bce engine_pages "$_sele")" "$(bce cpu_pages "$_sele")"
+	mrow $_e $_r on "$_mig" "$_spg" "$_sep" "$_scpu"
 	t_diag "$_s: $_mig pages migrated (reason $_r); $_nev batch events: $_pg pages, engine $_e $_ep, cpu $_cpu, at most $_mx folios; pgmigrate_batch_copied +$_cp, fallback +$_fb"
 	t_check "$_e: $_s went through the batch copy ($_pg batched pages >= $_mig migrated >= $_min)" \
 		[ "$_mig" -ge "$_min" -a "$_pg" -ge "$_mig" -a "$OVERRUN" = 0 ]
@@ -138,7 +169,7 @@ batch_checks() {
 	t_check "$_e: $_s counted (pgmigrate_batch_copied +$_cp - wasted $_wa >= $_mig)" \
 		[ $((_cp - _wa)) -ge "$_mig" ]
 	[ "$_e" = dcbm ] && DCBM_EP=$((${DCBM_EP:-0} + _ep))
-	_lp=$(($(bce lost "$_sel") + $(bce poisoned "$_sel")))
+	_lp=$((_lp + _po))
 	t_check "$_e: $_s nothing lost or poisoned ($_lp)" [ "$_lp" = 0 ]
 	if [ $_e = cpu ]; then
 		t_check "cpu: $_s copied by the CPU ($_cpu of $_pg pages)" [ "$_cpu" = "$_pg" -a "$_ep" = 0 ]
@@ -163,21 +194,20 @@ batch_checks() {
 # migrations (at least MIN pages) go on.
 filter_checks() {
 	_e=$1 _r=$2 _s=$3 _min=${4:-1}
-	_mig=$(mig "$(win_sel $_r)")
+	_B=mm_migrate_batch_copy _is="f[\"reason\"] == \"$_r\"" _isnt="f[\"reason\"] != \"$_r\""
+	teval _mig mm_migrate_pages nr_succeeded "$(win_sel $_r)" \
+		_othm mm_migrate_pages nr_succeeded "$_isnt" _nev $_B n "$_is" _oth $_B pages "$_isnt" \
+		_rpg $_B pages "$_is" _rep $_B engine_pages "$_is" _rcpu $_B cpu_pages "$_is" || return 1
 	# at most: copies whose events are inside the window
 	_cp=$(delta $W/before_in $W/after_in pgmigrate_batch_copied)
 	if [ $HAVE_EVB = no ]; then
-		_oth=$(mig "f[\"reason\"] != \"$_r\"")
-		t_diag "$_s, $_r not in reasons: $_mig pages migrated, $_oth by other reasons; batch copied $_cp"
-		t_check "$_e: $_s with $_r removed not batched (copied $_cp, other reasons migrated $_oth)" \
-			[ "$_mig" -ge "$_min" -a "$_cp" -le "$_oth" ]
+		t_diag "$_s, $_r not in reasons: $_mig pages migrated, $_othm by other reasons; batch copied $_cp"
+		t_check "$_e: $_s with $_r removed not batched (copied $_cp, other reasons migrated $_othm)" \
+			[ "$_mig" -ge "$_min" -a "$_cp" -le "$_othm" ]
 		return
 	fi
 	t_check "$_e: $_s reasons reads back without $_r" sh -c "! grep -qw $_r $MO/reasons"
-	_nev=$(bce n "f[\"reason\"] == \"$_r\"")
-	_oth=$(bce pages "f[\"reason\"] != \"$_r\"")
-	mrow $_e $_r off "$_mig" "$(bce pages "f[\"reason\"] == \"$_r\"")" \
-		"$(bce engine_pages "f[\"reason\"] == \"$_r\"")" "$(bce cpu_pages "f[\"reason\"] == \"$_r\"")"
+	mrow $_e $_r off "$_mig" "$_rpg" "$_rep" "$_rcpu"
 	t_diag "$_s, $_r not in reasons: $_mig pages migrated; $_nev batch events of $_r; other reasons batched $_oth pages; pgmigrate_batch_copied +$_cp"
 	t_check "$_e: $_s still migrates with $_r removed from reasons ($_mig pages >= $_min)" [ "$_mig" -ge "$_min" ]
 	t_check "$_e: $_s not batched with $_r removed ($_nev events; copied $_cp <= $_oth of other reasons)" \
