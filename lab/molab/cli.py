@@ -19,13 +19,14 @@ EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 # storms, larger buffers).
 SCOPES = ("ci", "full")
 # In the order they run; "full": only in the full scope. The upstream
-# selftests as a second opinion (migration without an engine and with the
-# batch path, the other mm programs), and the real-machine runner (make
-# host-bench) rehearsed in the guest.
+# migration selftest without an engine (migration_batched runs it with the
+# batch path, in CI: the only suite that migrates hugetlb folios), the
+# upstream mm selftests as a second opinion, and the real-machine runner
+# (make host-bench) rehearsed in the guest.
 SUITE_ORDER = (("kunit", "ci"), ("migration", "full"), ("dma_faults", "ci"),
                ("dcbm_chans", "ci"), ("dcbm_late", "ci"), ("engine_cycles", "ci"),
                ("engine_integrity", "ci"), ("engine_params", "ci"), ("kunit_under_load", "ci"),
-               ("memory_offline", "ci"), ("migrate_offload", "ci"), ("migration_batched", "full"),
+               ("memory_offline", "ci"), ("migrate_offload", "ci"), ("migration_batched", "ci"),
                ("mtcopy_cpus", "ci"), ("poison", "ci"), ("tiering", "ci"), ("batch_trace", "ci"),
                ("reasons", "ci"), ("folios", "ci"), ("host_kit", "full"), ("auto", "ci"),
                ("mm_selftests", "full"))

@@ -215,7 +215,7 @@ def test_make_test_runs_the_ci_scope_and_test_full_the_whole(monkeypatch, tmp_pa
     assert (specs[0].args, specs[1].args) == ("", "MO_INTEGRITY_CONFS=mtcopy-2,dcbm-4")
     assert not set(cli.FULL_ONLY_SUITES) & set(specs[0].suites)
     assert specs[0].suites == [*cli.TEST_SUITES, "newsuite"]
-    assert cli.FULL_ONLY_SUITES == ("migration", "migration_batched", "host_kit", "mm_selftests")
+    assert cli.FULL_ONLY_SUITES == ("migration", "host_kit", "mm_selftests")
     out = capsys.readouterr().out
     assert "slowest suites:" in out and "timings:" in out and "builtin boot+tests" in out
     specs.clear()
