@@ -18,26 +18,46 @@ REASONS = ("damon", "compaction", "demotion")
 ENGINES = ("dcbm", "mtcopy", "cpu")
 
 
+COMMS = ("sh", "mo_tier", "kswapd0", "kworker/u8:2", "x-y")
+
+
 def _events(seed, n=300):
-    """Random events of both kinds, as dicts and as ftrace lines."""
+    """Random events of both kinds, as dicts and as ftrace lines; among
+    them lines of another event with the same fields, which count for
+    nothing."""
     rng = random.Random(seed)
     evs, lines = [], ["# tracer: nop", "#"]
     for i in range(n):
-        e = {"comm": rng.choice(("sh", "mo_tier", "kswapd0")), "pid": rng.choice(("90", "1234")),
+        e = {"comm": rng.choice(COMMS), "pid": rng.choice(("90", "1234")),
              "reason": rng.choice(REASONS)}
         head = f"  {e['comm']}-{e['pid']} [00{i % 3}] ..... 10.{i:06d}:"
-        if rng.random() < 0.5:
+        kind = rng.random()
+        if kind < 0.1:
+            lines.append(f"{head} mm_migrate_batch_phases: reason={e['reason']} folios=99999 "
+                         f"pages=99999 nr_succeeded=99999 engine=dcbm")
+            continue
+        if kind < 0.5:
             e.update(ev="mm_migrate_pages", nr_succeeded=rng.randint(0, 600))
             lines.append(f"{head} mm_migrate_pages: nr_succeeded={e['nr_succeeded']} nr_failed=0 "
                          f"mode=MIGRATE_ASYNC reason={e['reason']}")
         else:
             pages = rng.randint(0, 600)
-            e.update(ev="mm_migrate_batch_copy", engine=rng.choice(ENGINES), folios=rng.randint(1, 40),
-                     pages=pages, engine_pages=rng.randint(0, pages), lost=rng.choice((0, 0, 1)))
+            ep = rng.randint(0, pages)
+            e.update(ev="mm_migrate_batch_copy", engine=rng.choice(ENGINES), folios=rng.randint(1, 5000),
+                     pages=pages, engine_pages=ep, cpu_pages=pages - ep, lost=rng.choice((0, 0, 1)),
+                     poisoned=rng.choice((0, 0, 0, 2)))
             lines.append(f"{head} mm_migrate_batch_copy: reason={e['reason']} mode=MIGRATE_ASYNC "
                          f"engine={e['engine']} folios={e['folios']} pages={pages} "
-                         f"engine_pages={e['engine_pages']} lost={e['lost']} ns=1")
+                         f"engine_pages={ep} cpu_pages={pages - ep} lost={e['lost']} "
+                         f"poisoned={e['poisoned']} ns=1")
         evs.append(e)
+    # The largest folios of all, in an event that the filters below leave out.
+    e = dict(comm="sh", pid="1234", reason="demotion", ev="mm_migrate_batch_copy", engine="cpu",
+             folios=5001, pages=1, engine_pages=0, cpu_pages=1, lost=0, poisoned=0)
+    lines.append("  sh-1234 [000] ..... 11.000000: mm_migrate_batch_copy: reason=demotion "
+                 "mode=MIGRATE_ASYNC engine=cpu folios=5001 pages=1 engine_pages=0 cpu_pages=1 "
+                 "lost=0 poisoned=0 ns=1")
+    evs.append(e)
     return evs, "\n".join(lines) + "\n"
 
 
@@ -63,6 +83,15 @@ def test_tcalc_sums_counts_and_maxima_in_one_pass(tmp_path, seed):
          lambda e: e["ev"] == B and e["reason"] != "demotion", "max_folios"),
         ("_f", B, "lost", "1", lambda e: e["ev"] == B, "lost"),
         ("_g", M, "n", 'f["reason"] == "nothing"', lambda e: False, "n"),
+        ("_h", B, "max_folios", 'f["reason"] == "damon" && f["pid"] == "90"',
+         lambda e: e["ev"] == B and e["reason"] == "damon" and e["pid"] == "90", "max_folios"),
+        ("_i", B, "cpu_pages", 'f["comm"] == "kworker/u8:2"',
+         lambda e: e["ev"] == B and e["comm"] == "kworker/u8:2", "cpu_pages"),
+        ("_j", M, "nr_succeeded", 'f["comm"] == "x-y" && f["pid"] == "1234"',
+         lambda e: e["ev"] == M and e["comm"] == "x-y" and e["pid"] == "1234", "nr_succeeded"),
+        ("_k", B, "poisoned", 'f["engine"] != "cpu"',
+         lambda e: e["ev"] == B and e["engine"] != "cpu", "poisoned"),
+        ("_l", M, "n", "1", lambda e: e["ev"] == M, "n"),
     ]
     args = " ".join(f"{n} {ev} {fld} '{cond}'" for n, ev, fld, cond, _, _ in quads)
     r = _sh(tmp_path, f"tcalc {args}\n")
@@ -74,19 +103,24 @@ def test_tcalc_sums_counts_and_maxima_in_one_pass(tmp_path, seed):
              if fld == "max_folios" else sum(e[fld] for e in sel))
         want.append(f"{name}={v}")
     assert r.stdout.split() == want
-    assert any(int(w.split("=")[1]) > 0 for w in want[:6])
+    got = {w.split("=")[0]: int(w.split("=")[1]) for w in want}
+    # The data can tell a filter from none: every sum is there, and the
+    # filtered maximum is not the overall one.
+    assert all(got[k] > 0 for k in ("_a", "_b", "_c", "_d", "_e", "_f", "_i", "_j", "_k", "_l"))
+    assert 0 < got["_h"] <= got["_e"] < 5001
     # tsum is one quadruple of it, the value alone.
     r = _sh(tmp_path, "tsum mm_migrate_pages nr_succeeded 'f[\"reason\"] == \"damon\"'\n")
     assert r.stdout.strip() == want[0].split("=")[1]
 
 
 def test_teval_sets_the_values(tmp_path):
-    _, text = _events(4)
+    evs, text = _events(4)
     (tmp_path / "trace").write_text(text)
     r = _sh(tmp_path, "T_N=0 T_FAIL=0\nteval _x mm_migrate_batch_copy n 1 _y mm_migrate_pages n 1\n"
                       "echo \"x=$_x y=$_y fail=$T_FAIL\"\n")
     x, y, fail = (int(w.split("=")[1]) for w in r.stdout.split())
-    assert x > 0 and y > 0 and x + y == 300 and fail == 0, r.stdout
+    assert (x, y, fail) == (sum(e["ev"] == "mm_migrate_batch_copy" for e in evs),
+                            sum(e["ev"] == "mm_migrate_pages" for e in evs), 0), r.stdout
 
 
 @pytest.mark.parametrize("args", [
@@ -99,6 +133,15 @@ def test_a_window_that_cannot_be_read_is_a_failed_test(tmp_path, args):
     r = _sh(tmp_path, f"T_N=0 T_FAIL=0\nteval {args}; echo \"rc=$? fail=$T_FAIL\"\n")
     assert "not ok 1 the trace window read back" in r.stdout
     assert r.stdout.splitlines()[-1] == "rc=1 fail=1", r.stdout
+
+
+def test_teval_refuses_a_value_that_is_not_an_integer(tmp_path):
+    (tmp_path / "trace").write_text(
+        "  sh-90 [000] ..... 1.0: mm_migrate_batch_copy: reason=damon engine=dcbm folios=1 "
+        "pages=1.5 engine_pages=1 cpu_pages=0 lost=0 poisoned=0 ns=1\n")
+    r = _sh(tmp_path, "T_N=0 T_FAIL=0 _x=7\nteval _x mm_migrate_batch_copy pages 1; "
+                      "echo \"rc=$? x=$_x fail=$T_FAIL\"\n")
+    assert r.stdout.splitlines()[-1] == "rc=1 x=7 fail=1", r.stdout
 
 
 @pytest.mark.parametrize("mode", ["on", "off"])
