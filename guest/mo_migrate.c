@@ -4,7 +4,7 @@
  * every byte, and report what the kernel's migration counters did.
  *
  *   mo_migrate [options]            one move of a fresh buffer, then report
- *   mo_migrate --storm SECONDS ...  threads keep moving it around all nodes
+ *   mo_migrate --storm SECONDS ...  threads keep moving it around the nodes
  *                                   while other threads keep rewriting it
  *
  * Used by the engine test suites of the migrate-offload lab; runs unchanged
@@ -43,6 +43,7 @@ static bool fail_moves;
 static bool use_mbind;
 static int nodes[MAX_NODES];
 static int nr_nodes;
+static const char *node_list;
 
 static const char *const stat_names[] = {
 	"pgmigrate_success", "pgmigrate_fail", "pgmigrate_batch_copied",
@@ -71,6 +72,8 @@ static void usage(int code)
 	       "                       checked against its last generation before\n"
 	       "                       every rewrite, for SECONDS or until SIGTERM;\n"
 	       "                       SIGUSR1 closes a window (see storm_windows)\n"
+	       "      --nodes LIST     the nodes a storm moves it around (comma\n"
+	       "                       separated, 2 or more; default all)\n"
 	       "  -t, --threads N      movers, and writers (default 2)\n"
 	       "      --no-move        --storm without movers: the writers rewrite a\n"
 	       "                       buffer placed on --from while something else\n"
@@ -219,15 +222,38 @@ static size_t move(uint8_t *addr, size_t len, int node, size_t *busy)
 	return move_or_query(addr, len, node, busy, true);
 }
 
-static void find_nodes(void)
+static bool node_exists(int n)
 {
 	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", n);
+	return n >= 0 && n < MAX_NODES && !access(path, R_OK);
+}
+
+/* Every memory node, or those of --nodes (each must exist). */
+static void find_nodes(void)
+{
+	char *list, *tok, *end;
 	int n;
 
-	for (n = 0; n < MAX_NODES; n++) {
-		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", n);
-		if (!access(path, R_OK))
+	if (!node_list) {
+		for (n = 0; n < MAX_NODES; n++)
+			if (node_exists(n))
+				nodes[nr_nodes++] = n;
+	} else {
+		list = strdup(node_list);
+		if (!list)
+			die("strdup");
+		for (tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+			n = strtol(tok, &end, 10);
+			if (*end || end == tok || !node_exists(n) || nr_nodes == MAX_NODES) {
+				fprintf(stderr, "mo_migrate: --nodes %s: '%s' is not a memory node\n",
+					node_list, tok);
+				exit(2);
+			}
 			nodes[nr_nodes++] = n;
+		}
+		free(list);
 	}
 	if (nr_nodes < 2) {
 		fprintf(stderr, "mo_migrate: needs 2 or more memory nodes, found %d\n",
@@ -488,6 +514,7 @@ int main(int argc, char **argv)
 		{ "to", required_argument, NULL, 'T' },
 		{ "storm", required_argument, NULL, 'x' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "nodes", required_argument, NULL, 'n' },
 		{ "no-move", no_argument, NULL, 'N' },
 		{ "fail-moves", no_argument, NULL, 'M' },
 		{ "mbind", no_argument, NULL, 'B' },
@@ -514,6 +541,7 @@ int main(int argc, char **argv)
 		case 'T': to_node = atoi(optarg); break;
 		case 'x': storm_secs = strtod(optarg, NULL); break;
 		case 't': nr_threads = atoi(optarg); break;
+		case 'n': node_list = optarg; break;
 		case 'N': no_move = true; break;
 		case 'M': fail_moves = true; break;
 		case 'B': use_mbind = true; break;
