@@ -50,10 +50,16 @@ MO_SCOPE=${MO_SCOPE:-full}
 # in_scope FULL CI: FULL in the full scope, CI in the ci scope (a count, a size).
 in_scope() { if [ "$MO_SCOPE" = ci ]; then echo "$2"; else echo "$1"; fi; }
 # reason_engines: sets REASON_ENGINES, the engines of the scope
-# (lib/engines.list), and OFF_ENGINE, the one that also runs the windows
-# with a reason removed; bails out of the suite if the scope has none.
+# (lib/engines.list), OFF_ENGINE, the one that also runs the windows
+# with a reason removed, and WHOLE_MATRIX (yes: the scope is on the
+# list's matrix line, every reason with every engine); bails out of the
+# suite if the scope has none.
 reason_engines() {
 	REASON_ENGINES=$(sed -n "s/[ 	]*#.*//; s/^$MO_SCOPE: *//p" "$BIN/lib/engines.list" 2>/dev/null)
+	case " $(sed -n "s/[ 	]*#.*//; s/^matrix: *//p" "$BIN/lib/engines.list" 2>/dev/null) " in
+	*" $MO_SCOPE "*) WHOLE_MATRIX=yes ;;
+	*) WHOLE_MATRIX=no ;;
+	esac
 	OFF_ENGINE=$(for _e in $REASON_ENGINES; do [ $_e != none ] && echo $_e && break; done)
 	if [ -z "$OFF_ENGINE" ]; then
 		echo "Bail out! no engine but none for scope '$MO_SCOPE' in $BIN/lib/engines.list"

@@ -484,7 +484,8 @@ def _matrix(res, whole, scope="full"):
     say(f"-- reason x engine, scope {scope} (pages; every suite's windows; {rel(out)})")
     for line in matrix.text(cells, engines):
         say("  " + line)
-    gaps = matrix.problems(cells, engines=engines) if whole else []
+    gaps = matrix.problems(cells, engines=engines,
+                           whole=scope in matrix.WHOLE_MATRIX) if whole else []
     for g in gaps:
         say(f"FAIL  matrix  {g}")
     return gaps

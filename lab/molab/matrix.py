@@ -51,7 +51,12 @@ _LISTS = scope_engines()
 # "bench:" names the bench's default configurations (guest/bench reads the
 # same line), not a test scope.
 BENCH_CONFIGS = _LISTS["bench"]
-SCOPES = {scope: engines for scope, engines in _LISTS.items() if scope != "bench"}
+# "matrix:" names the scopes that drive every reason with every engine of
+# their line; the others (ci) every reason with some engine, every engine
+# with some reason.
+WHOLE_MATRIX = _LISTS.get("matrix", ())
+SCOPES = {scope: engines for scope, engines in _LISTS.items()
+          if scope not in ("bench", "matrix")}
 ENGINES = SCOPES["full"]      # every engine the suites know
 
 LINE_RE = re.compile(r"@@MO-(ROW|BYTES)((?:[ \t]+[a-z_]+=\S*)+)[ \t]*$")
@@ -143,22 +148,32 @@ def _own(engine, c):
     return c.cpu_pages if engine == "cpu" else c.engine_pages
 
 
-def problems(cells, reasons=REASONS, engines=ENGINES):
+def problems(cells, reasons=REASONS, engines=ENGINES, whole=True):
     """What a whole run's matrix lacks, one line each (empty: complete).
-    Every reason must be driven with every engine of @engines; a row of
-    another known engine (a suite run by hand in another scope) need not
-    be there, but what it shows is judged as strictly."""
+    @whole: every reason must be driven with every engine of @engines;
+    otherwise with at least one of them, and every engine of @engines with
+    at least one reason. A row of another known engine (a suite run by
+    hand in another scope) need not be there, but what it shows is judged
+    as strictly."""
     out = []
     extra = sorted({e for (_, e) in cells if e not in engines and e in ENGINES})
+    driven = {(r, e) for (r, e), c in cells.items() if c.windows}
+    if not whole:
+        for r in reasons:
+            if not any((r, e) in driven for e in engines):
+                out.append(f"{r}: not driven with any of {', '.join(engines)} (no trace window)")
+        for e in engines:
+            if not any((r, e) in driven for r in reasons):
+                out.append(f"{e}: drove no reason (no trace window)")
     for r in reasons:
         for e in (*engines, *extra):
             c = cells.get((r, e))
             where = f"{r} with {e}"
             if c is None or not c.windows:
-                if e in engines:
+                if e in engines and whole:
                     out.append(f"{where}: not driven (no trace window)")
                     continue
-                if c is None:
+                if c is None or e in engines:    # not whole: judged above
                     continue
             else:
                 if not c.migrated:

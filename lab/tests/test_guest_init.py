@@ -344,22 +344,22 @@ def _guest_tree(tmp_path, suite_body=None, suite=None):
 
 
 SCOPE_PROBE = ('. "$(dirname "$0")/../lib/mo_lib.sh"\n. "$(dirname "$0")/../lib/mo_window.sh"\n'
-               'reason_engines\necho "engines=$REASON_ENGINES off=$OFF_ENGINE cycles=$(in_scope 100 30)"\n'
+               'reason_engines\necho "engines=$REASON_ENGINES off=$OFF_ENGINE cycles=$(in_scope 100 30) matrix=$WHOLE_MATRIX"\n'
                'for e in $REASON_ENGINES; do echo "modes $e: $(modes $e)"; done\n')
 
 
 @pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
-@pytest.mark.parametrize("scope,engines,off,cycles", [
-    ("ci", "mtcopy dcbm", "mtcopy", "30"),
-    ("full", "none cpu mtcopy dcbm", "cpu", "100"),
-    ("", "none cpu mtcopy dcbm", "cpu", "100"),      # a suite booted by hand
+@pytest.mark.parametrize("scope,engines,off,cycles,whole", [
+    ("ci", "mtcopy dcbm", "mtcopy", "30", "no"),
+    ("full", "none cpu mtcopy dcbm", "cpu", "100", "yes"),
+    ("", "none cpu mtcopy dcbm", "cpu", "100", "yes"),      # a suite booted by hand
 ])
-def test_scope_engines_in_the_guest(tmp_path, scope, engines, off, cycles):
+def test_scope_engines_in_the_guest(tmp_path, scope, engines, off, cycles, whole):
     t = _guest_tree(tmp_path, SCOPE_PROBE)
     env = {"PATH": "/usr/bin:/bin", **({"MO_SCOPE": scope} if scope else {})}
     r = subprocess.run([BUSYBOX, "sh", str(t)], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"engines={engines} off={off} cycles={cycles}" in r.stdout
+    assert f"engines={engines} off={off} cycles={cycles} matrix={whole}" in r.stdout
     for e in engines.split():
         assert f"modes {e}: {'on off' if e == off else 'on'}" in r.stdout
 
@@ -462,3 +462,38 @@ def test_engine_integrity_bails_out_on_an_unknown_configuration(tmp_path):
     assert r.returncode == 1
     assert "Bail out! MO_INTEGRITY_CONFS: no configuration dcbm-9" in r.stdout
     assert "confs=" not in r.stdout
+
+
+# The reasons suite's engine loop, cut out of the suite itself, with each
+# reason's function replaced by a line naming the pair it would run.
+def _reasons_pairs(tmp_path, scope):
+    text = (ROOT / "guest" / "suites" / "reasons").read_text()
+    loop = text[text.index("\nfor e in $REASON_ENGINES; do\n"):text.index("\nrestore\n")]
+    body = ('. "$(dirname "$0")/../lib/mo_lib.sh"\n. "$(dirname "$0")/../lib/mo_window.sh"\n'
+            'reason_engines\n'
+            + text[text.index("\n[ $WHOLE_MATRIX = no ]"):].split("\n", 2)[1] + "\n"
+            'RUN=memory_failure,longterm_pin,contig_range,damon,compaction DBG=/nonexistent\n'
+            'engine_set() { :; }; engine_active() { echo "$e"; }\n'
+            'for f in memory_failure longterm_pin contig_range damon compaction; do\n'
+            '  eval "$f() { echo \\"pair $f \\$1 \\$(modes \\$1)\\"; }"; done\n'
+            + loop + "\n")
+    t = _guest_tree(tmp_path, body)
+    r = subprocess.run([BUSYBOX, "sh", str(t)], capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin", "MO_SCOPE": scope})
+    assert "Bail out" not in r.stdout, r.stdout + r.stderr
+    # (the loop's dcbm count reads sysfs files the host has not: no rc)
+    return [l.split(None, 1)[1] for l in r.stdout.splitlines() if l.startswith("pair ")]
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_reasons_gives_each_reason_one_engine_in_ci_with_its_off_window(tmp_path):
+    assert sorted(_reasons_pairs(tmp_path, "ci")) == sorted([
+        "memory_failure mtcopy on off", "longterm_pin dcbm on off",
+        "contig_range mtcopy on off", "damon dcbm on off", "compaction mtcopy on off"])
+
+
+@pytest.mark.skipif(not BUSYBOX, reason="busybox not installed")
+def test_reasons_runs_every_pair_in_full(tmp_path):
+    pairs = _reasons_pairs(tmp_path, "full")
+    assert len(pairs) == 5 * 4
+    assert "damon cpu on off" in pairs and "damon mtcopy on" in pairs and "damon none on" in pairs

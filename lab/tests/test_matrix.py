@@ -176,3 +176,50 @@ def test_a_reason_never_removed_is_a_gap():
     lines = [l for l in _complete() if not ("batched=off" in l and "reason=damon" in l)]
     gaps = matrix.problems(matrix.collect([_block("reasons", lines)]))
     assert gaps == ["damon: the reason filter never tested (no window with damon removed)"], gaps
+
+
+def _rotated(engines=("mtcopy", "dcbm"), drop=()):
+    """A ci run: each reason with one engine, in turn (on and off)."""
+    lines = []
+    for i, r in enumerate(matrix.REASONS):
+        e = engines[i % len(engines)]
+        if (r, e) in drop:
+            continue
+        lines += [f"# @@MO-ROW engine={e} reason={r} batched=on migrated=64 "
+                  "batch_pages=64 engine_pages=60 cpu_pages=4",
+                  f"# @@MO-ROW engine={e} reason={r} batched=off migrated=64 "
+                  "batch_pages=0 engine_pages=0 cpu_pages=0",
+                  f"# @@MO-BYTES engine={e} reasons={r} bytes=1048576 bad=0"]
+    return lines
+
+
+def test_the_matrix_line_names_the_scopes_that_drive_every_pair():
+    assert matrix.WHOLE_MATRIX == ("full",)
+    assert set(matrix.SCOPES) == {"ci", "full"}
+
+
+def test_ci_wants_each_reason_with_some_engine_and_each_engine_somewhere():
+    ci = matrix.SCOPES["ci"]
+    cells = matrix.collect([_block("reasons", _rotated(ci))])
+    assert matrix.problems(cells, engines=ci, whole=False) == []
+    # the same run fails the full scope's rule: a pair left out is named
+    assert any("damon with mtcopy: not driven" in g or "with mtcopy: not driven" in g
+               for g in matrix.problems(cells, engines=ci, whole=True))
+
+
+def test_ci_names_a_reason_no_engine_drove_and_an_engine_that_drove_none():
+    ci = matrix.SCOPES["ci"]
+    r0 = matrix.REASONS[0]
+    gaps = matrix.problems(matrix.collect([_block("reasons", _rotated(ci, drop=((r0, ci[0]),)))]),
+                           engines=ci, whole=False)
+    assert f"{r0}: not driven with any of {', '.join(ci)} (no trace window)" in gaps, gaps
+    gaps = matrix.problems(matrix.collect([_block("reasons", _rotated((ci[0],)))]),
+                           engines=ci, whole=False)
+    assert gaps == [f"{ci[1]}: drove no reason (no trace window)"], gaps
+
+
+def test_ci_still_judges_the_pairs_it_drove():
+    ci = matrix.SCOPES["ci"]
+    lines = [l.replace("bad=0", "bad=7") if "reasons=damon" in l else l for l in _rotated(ci)]
+    gaps = matrix.problems(matrix.collect([_block("reasons", lines)]), engines=ci, whole=False)
+    assert any("damon with" in g and "7 bad bytes" in g for g in gaps), gaps
