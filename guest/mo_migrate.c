@@ -66,7 +66,7 @@ static void usage(int code)
 	       "      --shmem          a shared anonymous (shmem) buffer instead of private anon\n"
 	       "      --from NODE      node the buffer starts on (default 0)\n"
 	       "      --to NODE        node to move it to (default 1)\n"
-	       "      --storm SECONDS  keep moving it around all memory nodes with\n"
+	       "      --storm SECONDS  keep moving it around the memory nodes with\n"
 	       "                       --threads mover threads while as many writer\n"
 	       "                       threads rewrite it page by page, each page\n"
 	       "                       checked against its last generation before\n"

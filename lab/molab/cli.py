@@ -22,14 +22,18 @@ SCOPES = ("ci", "full")
 # migration selftest without an engine (migration_batched runs it with the
 # batch path, in CI: the only suite that migrates hugetlb folios), the
 # upstream mm selftests as a second opinion, and the real-machine runner
-# (make host-bench) rehearsed in the guest.
+# (make host-bench) rehearsed in the guest. dcbm_late runs after the
+# suites that need memory whole: the destinations of its lost DMA pairs
+# stay allocated for good (the device may still write them), and one in
+# a movable block memory_offline offlines, or in the CMA area reasons
+# allocates, would hold that block or area.
 SUITE_ORDER = (("kunit", "ci"), ("migration", "full"), ("dma_faults", "ci"),
-               ("dcbm_chans", "ci"), ("dcbm_late", "ci"), ("engine_cycles", "ci"),
+               ("dcbm_chans", "ci"), ("engine_cycles", "ci"),
                ("engine_integrity", "ci"), ("engine_params", "ci"), ("kunit_under_load", "ci"),
                ("memory_offline", "ci"), ("migrate_offload", "ci"), ("migration_batched", "ci"),
                ("mtcopy_cpus", "ci"), ("poison", "ci"), ("tiering", "ci"), ("batch_trace", "ci"),
                ("reasons", "ci"), ("folios", "ci"), ("host_kit", "full"), ("auto", "ci"),
-               ("mm_selftests", "full"))
+               ("dcbm_late", "ci"), ("mm_selftests", "full"))
 TEST_SUITES = tuple(s for s, scope in SUITE_ORDER if scope == "ci")
 FULL_ONLY_SUITES = tuple(s for s, scope in SUITE_ORDER if scope == "full")
 KUNIT_SUITES = ("migrate_offload_copy", "migrate_offload_registry", "migrate_offload_auto")

@@ -173,7 +173,7 @@ def problems(cells, reasons=REASONS, engines=ENGINES, whole=True):
                 if e in engines and whole:
                     out.append(f"{where}: not driven (no trace window)")
                     continue
-                if c is None or e in engines:    # not whole: judged above
+                if c is None:    # not whole, or another scope's engine
                     continue
             else:
                 if not c.migrated:
@@ -184,7 +184,7 @@ def problems(cells, reasons=REASONS, engines=ENGINES, whole=True):
             if e == "none" and c.batch_pages:
                 out.append(f"{where}: {c.batch_pages} pages batched with no engine")
             if not c.programs or c.unknown:
-                if e in engines or c.unknown:
+                if (e in engines and c.windows) or c.unknown:
                     out.append(f"{where}: bytes checked unknown ({c.programs} program(s), "
                                f"{c.unknown} without a count)")
             elif not c.bytes:

@@ -223,3 +223,28 @@ def test_ci_still_judges_the_pairs_it_drove():
     lines = [l.replace("bad=0", "bad=7") if "reasons=damon" in l else l for l in _rotated(ci)]
     gaps = matrix.problems(matrix.collect([_block("reasons", lines)]), engines=ci, whole=False)
     assert any("damon with" in g and "7 bad bytes" in g for g in gaps), gaps
+
+
+def test_ci_judges_what_a_pair_without_its_on_window_shows():
+    # dcbm/damon lost its batched window but kept an off window that
+    # batched, and a program that saw bad bytes: none of it may pass
+    ci = matrix.SCOPES["ci"]
+    lines = [l for l in _rotated(ci) if not ("engine=dcbm reason=damon batched=on" in l)]
+    lines = [l.replace("bad=0", "bad=9") if "engine=dcbm reasons=damon" in l else l for l in lines]
+    lines = [l.replace("batch_pages=0", "batch_pages=5")
+             if "engine=dcbm reason=damon batched=off" in l else l for l in lines]
+    gaps = matrix.problems(matrix.collect([_block("reasons", lines)]), engines=ci, whole=False)
+    assert "damon with dcbm: 9 bad bytes" in gaps, gaps
+    assert "damon with dcbm: 5 pages batched with damon off" in gaps, gaps
+    assert "damon: not driven with any of mtcopy, dcbm (no trace window)" in gaps, gaps
+
+
+def test_ci_counts_only_on_windows_of_its_engines_as_driving():
+    ci = matrix.SCOPES["ci"]
+    # every reason's on window by cpu (not a ci engine), off windows by ci's
+    lines = [l.replace("engine=mtcopy", "engine=cpu").replace("engine=dcbm", "engine=cpu")
+             if "batched=on" in l else l for l in _rotated(ci)]
+    gaps = matrix.problems(matrix.collect([_block("reasons", lines)]), engines=ci, whole=False)
+    assert all(f"{r}: not driven with any of mtcopy, dcbm (no trace window)" in gaps
+               for r in matrix.REASONS), gaps
+    assert "mtcopy: drove no reason (no trace window)" in gaps
