@@ -18,9 +18,11 @@ served two reasons counts for both.
 
 The suites judge each window themselves; the matrix adds the view across
 suites: a whole run must drive every reason with every engine of its scope
-(guest/lib/engines.list, which the suites read too), batched by the engine,
-with bytes checked and none bad, remove every reason at least once (with
-some engine) and never batch a reason that was off.
+(guest/lib/engines.list, which the suites read too) where the list's
+matrix line names the scope, otherwise every reason with some engine of it
+and every engine with some reason; every cell it shows batched by its
+engine, with bytes checked and none bad; remove every reason at least once
+(with some engine) and never batch a reason that was off.
 """
 
 import re
@@ -172,8 +174,7 @@ def problems(cells, reasons=REASONS, engines=ENGINES, whole=True):
             if c is None or not c.windows:
                 if e in engines and whole:
                     out.append(f"{where}: not driven (no trace window)")
-                    continue
-                if c is None:    # not whole, or another scope's engine
+                if c is None:
                     continue
             else:
                 if not c.migrated:

@@ -270,3 +270,12 @@ def test_guest_scope_read_from_the_console():
     assert rep.scope == "ci"
     rep = console.scan_text("[ 0.0] Linux\nmolab guest: suites 'a' args ''\n@@MO-DONE\n")
     assert rep.scope is None
+
+
+def test_dcbm_late_runs_after_every_suite_that_needs_memory_whole():
+    # its lost pairs' destinations stay allocated: no offlining, no CMA
+    # allocation of the whole area may come after it
+    names = [s for s, _ in cli.SUITE_ORDER]
+    assert cli.TEST_SUITES[-1] == "dcbm_late"
+    after = names[names.index("dcbm_late") + 1:]
+    assert after == ["mm_selftests"] and not {"memory_offline", "reasons"} & set(after)
