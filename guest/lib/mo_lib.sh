@@ -54,9 +54,11 @@ in_scope() { if [ "$MO_SCOPE" = ci ]; then echo "$2"; else echo "$1"; fi; }
 # with a reason removed, and WHOLE_MATRIX (yes: the scope is on the
 # list's matrix line, every reason with every engine); bails out of the
 # suite if the scope has none.
+# engines_line NAME: the words of lib/engines.list's NAME line(s).
+engines_line() { sed -n "s/[ 	]*#.*//; s/^$1: *//p" "$BIN/lib/engines.list" 2>/dev/null; }
 reason_engines() {
-	REASON_ENGINES=$(sed -n "s/[ 	]*#.*//; s/^$MO_SCOPE: *//p" "$BIN/lib/engines.list" 2>/dev/null)
-	case " $(sed -n "s/[ 	]*#.*//; s/^matrix: *//p" "$BIN/lib/engines.list" 2>/dev/null) " in
+	REASON_ENGINES=$(engines_line "$MO_SCOPE")
+	case " $(engines_line matrix) " in
 	*" $MO_SCOPE "*) WHOLE_MATRIX=yes ;;
 	*) WHOLE_MATRIX=no ;;
 	esac

@@ -159,8 +159,8 @@ def problems(cells, reasons=REASONS, engines=ENGINES, whole=True):
     as strictly."""
     out = []
     extra = sorted({e for (_, e) in cells if e not in engines and e in ENGINES})
-    driven = {(r, e) for (r, e), c in cells.items() if c.windows}
     if not whole:
+        driven = {(r, e) for (r, e), c in cells.items() if c.windows}
         for r in reasons:
             if not any((r, e) in driven for e in engines):
                 out.append(f"{r}: not driven with any of {', '.join(engines)} (no trace window)")
